@@ -1,0 +1,81 @@
+"""Judged results: a cell's status from what was observed, what is claimed and what is waived."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from audit.contract import Status
+from audit.engine.outcome import ERRORED, HELD, SKIPPED, Outcome
+from audit.registry.model import Entry
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (entry, check, dtype, device) of the matrix."""
+
+    check: str
+    dtype: str
+    device: str
+    status: Status
+    claimed: bool
+    examples: int = 0
+    seconds: float = 0.0
+    message: str = ""
+    repro: str = ""
+    case: dict | None = None
+    expected: bool = False
+    script: str | None = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> dict:
+        """The contract's cell object (``case`` and ``expected`` only when set)."""
+        data = {"check": self.check, "dtype": self.dtype, "device": self.device, "status": self.status.value,
+                "claimed": self.claimed, "examples": self.examples, "seconds": round(self.seconds, 3),
+                "message": self.message, "repro": self.repro}
+        if self.case is not None:
+            data["case"] = self.case
+        if self.expected:
+            data["expected"] = True
+        return data
+
+    @staticmethod
+    def from_json(data: dict) -> "Cell":
+        """The inverse of :meth:`to_json`."""
+        return Cell(check=data["check"], dtype=data["dtype"], device=data["device"],
+                    status=Status(data["status"]), claimed=data["claimed"], examples=data.get("examples", 0),
+                    seconds=data.get("seconds", 0.0), message=data.get("message", ""),
+                    repro=data.get("repro", ""), case=data.get("case"), expected=data.get("expected", False))
+
+
+def judge(entry: Entry, outcome: Outcome, *, claimed: bool, claim: str, today: str, repro: str) -> Cell:
+    """Apply the claim and any waiver to a raw outcome."""
+    key = outcome.key
+    status, message, expected = _status(entry, outcome, claimed, claim, today)
+    return Cell(check=key.check, dtype=key.dtype, device=key.device, status=status, claimed=claimed,
+                examples=outcome.examples, seconds=outcome.seconds, message=message, repro=repro,
+                case=outcome.case, expected=expected, script=outcome.script)
+
+
+def _status(entry: Entry, outcome: Outcome, claimed: bool, claim: str, today: str):
+    key = outcome.key
+    waiver = next((w for w in entry.expect if w.covers(key.check, key.dtype, key.device)), None)
+    if outcome.verdict == ERRORED:
+        return Status.ERROR, outcome.message, False
+    if outcome.verdict == SKIPPED:
+        if waiver and waiver.status == "skip" and not waiver.expired(today):
+            return Status.SKIP, f"expected skip ({waiver.reason}): {outcome.message}", True
+        return Status.SKIP, outcome.message, False
+    held = outcome.verdict == HELD
+    if not claimed:
+        if held:
+            hint = f"; claim it with {claim}: true" if claim else ""
+            return Status.XPASS, f"not claimed, yet held on {outcome.examples} examples{hint}", False
+        return Status.UNSUPPORTED, f"not claimed ({claim or 'unclaimed'}); {outcome.message}", False
+    if waiver is None or waiver.status != "fail":
+        return (Status.PASS, "", False) if held else (Status.FAIL, outcome.message, False)
+    if held:
+        return Status.XPASS, (f"waived ({waiver.reason}), yet held on {outcome.examples} examples; "
+                              "remove the expect entry"), False
+    if waiver.expired(today):
+        return Status.FAIL, f"waiver expired on {waiver.until} ({waiver.reason}); {outcome.message}", False
+    until = f" until {waiver.until}" if waiver.until else ""
+    return Status.WAIVED, f"waived{until} ({waiver.reason}); {outcome.message}", False

@@ -1,0 +1,38 @@
+"""``empty``: where a dim may be 0, forward and backward work on empty tensors."""
+
+from __future__ import annotations
+
+from audit.checks.interface import Check, Violation
+from audit.checks.subject import grad_inputs
+from audit.checks.tensors import differentiable, grad_outputs, outputs_of
+
+
+def run(subject, case) -> None:
+    """Forward, then backward with random cotangents; gradient shapes match the inputs."""
+    import torch
+
+    args = subject.args(case)
+    outputs = differentiable(outputs_of(subject.call(args)))
+    inputs = grad_inputs(args)
+    if not outputs or not inputs:
+        return
+    grads = torch.autograd.grad(outputs, inputs, grad_outputs(outputs, subject.seed), allow_unused=True)
+    for i, (g, x) in enumerate(zip(grads, inputs)):
+        if g is not None and g.shape != x.shape:
+            raise Violation(f"gradient of input {i} has shape {list(g.shape)}, expected {list(x.shape)}")
+
+
+CHECK = Check(
+    name="empty",
+    contract="when a dim may be 0 (its range starts at 0), forward and backward run on empty "
+             "tensors and gradients have the inputs' shapes",
+    run=run,
+    applies=lambda entry: entry.may_be_empty,
+    empty=True,
+    script="""\
+out = fn(*args)
+outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if o.requires_grad]
+diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
+print(torch.autograd.grad(outs, diff, [torch.ones_like(o) for o in outs], allow_unused=True))
+""",
+)

@@ -1,0 +1,53 @@
+"""``forward``: the target runs, returns finite values for finite inputs, and matches its reference."""
+
+from __future__ import annotations
+
+import torch
+
+from audit.checks.interface import Check, Violation, claimed_dtypes
+from audit.checks.tensors import compare_all, outputs_of
+
+
+def run(subject, case) -> None:
+    """Outputs match the reference (computed in float64) within the dtype's tolerance."""
+    args = subject.args(case)
+    with torch.no_grad():
+        outputs = outputs_of(subject.call(args))
+    if subject.target.reference is None:
+        _finite(outputs, args)
+        return
+    with torch.no_grad():
+        expected = outputs_of(subject.target.reference(*subject.args(case, "float64")))
+    tight = subject.dtype == "float64"
+    compare_all("output", outputs, [e.to(o.dtype) if not tight else e for o, e in zip(outputs, expected)],
+                subject.tolerance(tight=tight))
+
+
+def _finite(outputs, args) -> None:
+    if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
+        return  # reductions over nothing may be infinite by definition (logsumexp of [] is -inf)
+    for i, out in enumerate(outputs):
+        if out.is_floating_point() and not torch.isfinite(out).all():
+            index = tuple(int(k) for k in (~torch.isfinite(out)).nonzero()[0])
+            raise Violation(f"output {i} is not finite at index {index} ({out[index].item()}) "
+                            "although every input is finite and inside its domain")
+
+
+CHECK = Check(
+    name="forward",
+    contract="forward runs on every drawn case; with a reference, values match it "
+             "(float64: atol 1e-10, rtol 1e-9; other dtypes: torch.testing's defaults); "
+             "without one, finite inputs give finite outputs",
+    run=run,
+    dtypes=claimed_dtypes,
+    script="""\
+out = fn(*args)
+if ref is not None:
+    expected = ref(*[a.double() if torch.is_tensor(a) and a.is_floating_point() else a for a in args])
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    exps = expected if isinstance(expected, (tuple, list)) else (expected,)
+    for o, e in zip(outs, exps):
+        torch.testing.assert_close(o.double(), e.double(), atol=atol, rtol=rtol)
+print(out)
+""",
+)

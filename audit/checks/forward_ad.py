@@ -1,0 +1,43 @@
+"""``forward_ad``: forward-mode AD (the jvp) equals finite differences."""
+
+from __future__ import annotations
+
+import torch
+from torch.autograd.gradcheck import GradcheckError
+
+from audit.checks.interface import Check, Violation
+from audit.checks.jacobian import gradcheck_options, wrap
+from audit.checks.subject import grad_inputs
+
+
+def run(subject, case) -> None:
+    """torch's gradcheck with only the forward-mode comparison turned on."""
+    args = subject.args(case)
+    inputs = grad_inputs(args)
+    if not inputs:
+        raise Violation("no input requires a gradient")
+    options = gradcheck_options(subject, inputs)
+    try:
+        torch.autograd.gradcheck(wrap(subject, args), inputs, check_forward_ad=True,
+                                 check_backward_ad=False, check_batched_grad=False, **options)
+    except NotImplementedError as exc:
+        raise Violation(f"no forward-mode formula: {str(exc).splitlines()[0]} (define a jvp staticmethod "
+                        "using ctx.save_for_forward, or claim supports.forward_ad: false)") from None
+    except GradcheckError as exc:
+        raise Violation(f"forward-mode AD: {str(exc).strip().splitlines()[0]}") from None
+
+
+CHECK = Check(
+    name="forward_ad",
+    contract="the jvp (forward-mode AD) equals finite differences; claimed through supports.forward_ad",
+    run=run,
+    claimed=lambda entry: entry.supports.forward_ad,
+    claim="supports.forward_ad",
+    script="""\
+diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
+def f(*xs):
+    it = iter(xs)
+    return fn(*[next(it) if torch.is_tensor(a) and a.requires_grad else a for a in args])
+print(torch.autograd.gradcheck(f, diff, check_forward_ad=True, check_backward_ad=False))
+""",
+)

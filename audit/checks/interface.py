@@ -1,0 +1,62 @@
+"""What a check is: a named property of one entry, run on drawn cases by the engine.
+
+A repository's own checks (in its top-level ``checks/`` folder) use this same interface:
+define ``CHECK = Check(...)`` in a module there and list its name in an entry's ``checks``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from audit.registry.model import Entry
+
+
+class Violation(Exception):
+    """The property did not hold on a case; the message says what, where and by how much."""
+
+
+class NotApplicable(Exception):
+    """The check cannot say anything about this entry here (e.g. no CUDA); the cell is a skip."""
+
+
+def always(entry: Entry) -> bool:
+    """Claimed or applicable for every entry."""
+    return True
+
+
+def numeric_dtypes(entry: Entry) -> tuple[str, ...]:
+    """The one dtype numerical checks run in: float64 when claimed, else the widest claimed."""
+    for dtype in ("float64", "float32", "bfloat16", "float16"):
+        if dtype in entry.supports.dtypes:
+            return (dtype,)
+    return ("float64",)
+
+
+def claimed_dtypes(entry: Entry) -> tuple[str, ...]:
+    """Every dtype the entry claims."""
+    return entry.supports.dtypes
+
+
+@dataclass(frozen=True)
+class Check:
+    """One column of the matrix.
+
+    ``run(subject, case)`` raises :class:`Violation` when the property fails on ``case``.
+    ``claimed(entry)`` says whether the property is claimed (or always required); an unclaimed
+    property is still run and recorded as ``unsupported`` or ``xpass``. ``applies(entry)`` False
+    means the check has nothing to say about the entry, and there is no cell. ``script`` is the
+    plain-torch body of the replay script (names: ``fn``, ``ref``, ``args``, ``atol``, ``rtol``).
+    Bump ``version`` whenever the check's verdicts can change.
+    """
+
+    name: str
+    contract: str
+    run: Callable
+    claimed: Callable[[Entry], bool] = always
+    claim: str = ""
+    applies: Callable[[Entry], bool] = always
+    dtypes: Callable[[Entry], tuple[str, ...]] = numeric_dtypes
+    empty: bool = False
+    script: str = ""
+    version: int = 1

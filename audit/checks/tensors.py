@@ -1,0 +1,80 @@
+"""Tensor helpers shared by the checks: outputs, gradients and comparisons with a located maximum."""
+
+from __future__ import annotations
+
+import torch
+
+from audit.checks.interface import Violation
+from audit.registry.model import Tolerance
+
+
+def outputs_of(result) -> list[torch.Tensor]:
+    """The tensors a call returned, in order (a tensor, or the tensors of a tuple or list)."""
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if isinstance(result, (tuple, list)):
+        return [r for r in result if isinstance(r, torch.Tensor)]
+    return []
+
+
+def differentiable(tensors) -> list[torch.Tensor]:
+    """The floating tensors that take part in autograd."""
+    return [t for t in tensors if t.is_floating_point() and t.requires_grad]
+
+
+def grad_outputs(outputs, seed: int) -> list[torch.Tensor]:
+    """Deterministic random cotangents, one per output, in each output's dtype and device."""
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype).to(o.device)
+            for o in outputs]
+
+
+def vjp(fn, args, inputs, seed: int = 0, *, create_graph: bool = False):
+    """Outputs of ``fn(*args)`` and the gradients of <outputs, random cotangents> w.r.t. ``inputs``."""
+    outputs = differentiable(outputs_of(fn(*args)))
+    if not outputs:
+        raise Violation("returned no differentiable output: nothing carries a gradient back")
+    cotangents = grad_outputs(outputs, seed)
+    grads = torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True, create_graph=create_graph)
+    return outputs, [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
+
+
+def mismatch(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> str | None:
+    """Why ``got`` is not close to ``expected`` (largest error and where), or None when it is."""
+    if got.shape != expected.shape:
+        return f"shape {list(got.shape)} != expected {list(expected.shape)}"
+    if got.numel() == 0:
+        return None
+    got64, exp64 = got.detach().double().cpu(), expected.detach().double().cpu()
+    nan_mismatch = torch.isnan(got64) != torch.isnan(exp64)
+    if nan_mismatch.any():
+        index = _index(nan_mismatch.int(), got.shape)
+        return f"NaN where the other is not at index {index}"
+    both_nan = torch.isnan(got64) & torch.isnan(exp64)
+    same = both_nan | (got64 == exp64)  # equal infinities are equal
+    error = (got64 - exp64).abs().masked_fill(same, 0.0)
+    error = error.nan_to_num(nan=float("inf"))
+    allowed = tol.atol + tol.rtol * exp64.abs().nan_to_num(nan=0.0)
+    excess = (error - allowed).masked_fill(same, -1.0)
+    if not (excess > 0).any():
+        return None
+    index = _index(excess, got.shape)
+    flat = excess.reshape(-1).argmax()
+    return (f"max |got - expected| = {error.reshape(-1)[flat].item():.3g} at index {index} "
+            f"(got {got64.reshape(-1)[flat].item():.6g}, expected {exp64.reshape(-1)[flat].item():.6g}); "
+            f"allowed atol {tol.atol:g} + rtol {tol.rtol:g}·|expected|")
+
+
+def _index(scores: torch.Tensor, shape) -> tuple:
+    flat = int(scores.reshape(-1).argmax())
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(shape))) if shape else ()
+
+
+def compare_all(label: str, got, expected, tol: Tolerance) -> None:
+    """Raise :class:`Violation` naming the first of ``got`` that is not close to ``expected``."""
+    if len(got) != len(expected):
+        raise Violation(f"{label}: {len(got)} tensors, expected {len(expected)}")
+    for i, (g, e) in enumerate(zip(got, expected)):
+        problem = mismatch(g, e, tol)
+        if problem:
+            raise Violation(f"{label} {i}: {problem}")

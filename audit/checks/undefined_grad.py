@@ -1,0 +1,55 @@
+"""``undefined_grad``: backward through each output alone works, the others' gradients undefined."""
+
+from __future__ import annotations
+
+import torch
+
+from audit.checks.interface import Check, Violation
+from audit.checks.subject import grad_inputs
+from audit.checks.tensors import compare_all, differentiable, grad_outputs, outputs_of
+
+
+def run(subject, case) -> None:
+    """For each output k: grad of output k alone equals the full grad with zeros for the others."""
+    args = subject.args(case)
+    inputs = grad_inputs(args)
+    outputs = differentiable(outputs_of(subject.call(args)))
+    if not inputs or not outputs:
+        return
+    cotangents = grad_outputs(outputs, subject.seed)
+    for k, out in enumerate(outputs):
+        alone = _grads(lambda: torch.autograd.grad(out, inputs, cotangents[k], retain_graph=True,
+                                                   allow_unused=True), k, len(outputs))
+        masked = [c if j == k else torch.zeros_like(c) for j, c in enumerate(cotangents)]
+        full = torch.autograd.grad(outputs, inputs, masked, retain_graph=True, allow_unused=True)
+        compare_all(f"backward through output {k} alone: gradient of input",
+                    _zeros(alone, inputs), _zeros(full, inputs), subject.tolerance())
+
+
+def _grads(call, k: int, count: int):
+    try:
+        return call()
+    except (TypeError, RuntimeError, AttributeError) as exc:
+        raise Violation(f"backward through output {k} alone (the other {count - 1} output gradient(s) "
+                        f"undefined, i.e. None in backward) raised {type(exc).__name__}: {exc}; "
+                        "handle None grad_outputs, or call ctx.set_materialize_grads(True)") from None
+
+
+def _zeros(grads, inputs):
+    return [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
+
+
+CHECK = Check(
+    name="undefined_grad",
+    contract="backward through any one output alone (the others' gradients undefined) works and "
+             "equals backward with explicit zeros for the others",
+    run=run,
+    script="""\
+out = fn(*args)
+outs = list(out) if isinstance(out, (tuple, list)) else [out]
+diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
+for k, o in enumerate(outs):
+    if torch.is_tensor(o) and o.requires_grad:  # the other outputs' gradients stay undefined
+        print(k, torch.autograd.grad(o, diff, torch.ones_like(o), retain_graph=True, allow_unused=True))
+""",
+)

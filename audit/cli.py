@@ -1,0 +1,106 @@
+"""The ``audit`` command line: parses options, calls one command function, maps errors to exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from audit import __version__
+from audit.contract import Exit
+from audit.errors import AuditError
+
+REGISTRY = click.option("--registry", "registry", default="registry.yaml", show_default=True,
+                        type=click.Path(dir_okay=False), help="The registry file.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="autograd-audit")
+def cli() -> None:
+    """Prove custom autograd code in PyTorch is correct."""
+
+
+@cli.command("run")
+@REGISTRY
+@click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for matrix.json, matrix.md and replay scripts.")
+@click.option("--select", multiple=True, help="Entry names or glob patterns (repeatable).")
+@click.option("--check", "checks", multiple=True, help="Only these checks (repeatable).")
+@click.option("--device", "devices", multiple=True, type=click.Choice(["cpu", "cuda", "mps"]),
+              help="Only these devices (repeatable).")
+@click.option("--examples", default=20, show_default=True, type=click.IntRange(1), help="Examples per claimed cell.")
+@click.option("--seed", default=0, show_default=True, type=int, help="The run's seed; recorded in the matrix.")
+@click.option("-j", "--jobs", default=1, show_default=True, type=click.IntRange(1), help="Worker processes.")
+@click.option("--timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds per check before the worker is killed.")
+@click.option("--max-memory", default="8G", show_default=True, help="Memory cap per worker (e.g. 512M, 4G; 0: none).")
+@click.option("--strict", is_flag=True, help="skip and xpass cells fail the gate too.")
+@click.option("--progress", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="A progress bar on a terminal (auto), a line per entry otherwise.")
+def run_command(**options) -> None:
+    """Audit the registry: write the matrix and reports, exit 1 if the gate fails."""
+    from audit.commands.run import run
+
+    _exit(lambda: run(**options))
+
+
+@cli.command("validate")
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+def validate_command(files) -> None:
+    """Check registry files against schema v1 (no torch import: fit for pre-commit)."""
+    from audit.commands.validate import validate
+
+    _exit(lambda: validate(files or ("registry.yaml",)))
+
+
+@cli.command("list")
+@REGISTRY
+@click.option("--select", multiple=True, help="Entry names or glob patterns (repeatable).")
+def list_command(registry: str, select) -> None:
+    """List entries, their owners and the cells an audit would run."""
+    from audit.commands.listing import listing
+
+    _exit(lambda: listing(registry, select))
+
+
+@cli.command("repro")
+@click.argument("entry")
+@click.argument("check")
+@REGISTRY
+@click.option("--dtype", default=None, help="The cell's dtype (default: the check's first).")
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--examples", default=20, show_default=True, type=click.IntRange(1))
+@click.option("--matrix", default="reports/matrix.json", show_default=True, type=click.Path(dir_okay=False),
+              help="Replay the shrunk case stored here when it matches; else search again.")
+def repro_command(**options) -> None:
+    """Re-run one cell's shrunk failing case and print its inputs and the mismatch."""
+    from audit.commands.repro import repro
+
+    _exit(lambda: repro(**options))
+
+
+@cli.command("schema")
+def schema_command() -> None:
+    """Print the path of the registry's JSON Schema (for the yaml-language-server modeline)."""
+    from audit.registry.schema import schema_path
+
+    click.echo(schema_path())
+
+
+def _exit(command) -> None:
+    """Run a command function and exit with its code; the one place errors become exit codes."""
+    try:
+        code = command()
+    except AuditError as exc:
+        click.echo(f"error: {exc}" if "\n" not in str(exc) else str(exc), err=True)
+        code = Exit.USAGE
+    except KeyboardInterrupt:
+        click.echo("interrupted: nothing was written", err=True)
+        code = Exit.INTERRUPTED
+    sys.exit(int(code))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="audit", auto_envvar_prefix="AUDIT")

@@ -1,0 +1,1 @@
+"""One module per subcommand; each exposes a plain function that returns an exit code."""

@@ -1,0 +1,25 @@
+"""``audit list``: entries, owners and the cells an audit would run."""
+
+from __future__ import annotations
+
+import click
+
+from audit.commands.select import check_table, select_entries
+from audit.contract import Exit
+from audit.engine.plan import claims, plan
+from audit.registry.load import load_registry
+
+
+def listing(registry_path: str, patterns) -> int:
+    """One line per entry, then its checks (claimed ones marked *)."""
+    registry = load_registry(registry_path)
+    checks = check_table(registry)
+    for entry in select_entries(registry, patterns):
+        keys = plan(entry, checks)
+        claimed = claims(entry, checks)
+        names = dict.fromkeys(k.check for k in keys)
+        shown = " ".join(f"{n}{'*' if claimed[n] else ''}" for n in names)
+        click.echo(f"{entry.name}  [{entry.kind}] {entry.target}  owner {', '.join(entry.owners)}  "
+                   f"{len(keys)} cells: {shown}")
+    click.echo("(* claimed or always required; the rest run as probes: unsupported or xpass)")
+    return Exit.OK

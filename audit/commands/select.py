@@ -1,0 +1,48 @@
+"""Choosing entries and checks from the command line; an empty selection is a usage error."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+from audit.errors import Problem, RegistryError, UsageError
+
+
+def select_entries(registry, patterns) -> list:
+    """Entries whose name matches any pattern (all when none); exit 2 when nothing matches."""
+    if not patterns:
+        return list(registry.entries)
+    chosen = [e for e in registry.entries if any(fnmatch.fnmatchcase(e.name, p) for p in patterns)]
+    if not chosen:
+        names = ", ".join(e.name for e in registry.entries)
+        raise UsageError(f"--select {' '.join(patterns)} matches no entry; the registry has: {names}")
+    return chosen
+
+
+def check_table(registry) -> dict:
+    """Built-in checks plus the registry's local ``checks/`` folder; every opted-in name must exist."""
+    from audit.checks import table
+
+    folder = checks_dir(registry)
+    try:
+        checks = table(folder)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    problems = [Problem(registry.path, e.line, 1, f"{e.name}.checks", f"no check named {name!r} in {folder}")
+                for e in registry.entries for name in e.checks if name not in checks]
+    if problems:
+        raise RegistryError(problems)
+    return checks
+
+
+def checks_dir(registry) -> Path:
+    """The repository's own checks: ``checks/`` beside the registry."""
+    return Path(registry.path).resolve().parent / "checks"
+
+
+def select_checks(checks: dict, names) -> set | None:
+    """The ``--check`` names, each known; None for all."""
+    unknown = [n for n in names if n not in checks]
+    if unknown:
+        raise UsageError(f"unknown check {', '.join(unknown)}; known: {', '.join(checks)}")
+    return set(names) or None

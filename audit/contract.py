@@ -1,0 +1,44 @@
+"""The fixed vocabulary of the user-facing contract (CONTRACT.md, version 1)."""
+
+from __future__ import annotations
+
+import enum
+
+MATRIX_SCHEMA = "audit-matrix/1"
+
+#: Matrix columns, in their fixed order. New checks are appended, never renamed.
+CHECK_NAMES = (
+    "forward", "gradcheck", "gradgradcheck", "forward_ad", "undefined_grad", "empty", "determinism",
+    "dtype", "device", "noncontiguous", "alias", "saved_tensors", "vmap", "compile", "autocast",
+    "checkpoint", "opcheck", "export", "distributed",
+)
+
+DTYPE_ORDER = ("float64", "float32", "float16", "bfloat16")
+DEVICE_ORDER = ("cpu", "cuda", "mps")
+
+
+class Status(str, enum.Enum):
+    """The status of one matrix cell."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    UNSUPPORTED = "unsupported"
+    WAIVED = "waived"
+    XPASS = "xpass"
+    SKIP = "skip"
+    ERROR = "error"
+
+    def gates(self, strict: bool) -> bool:
+        """Whether a cell with this status fails the gate."""
+        if self in (Status.FAIL, Status.ERROR):
+            return True
+        return strict and self in (Status.SKIP, Status.XPASS)
+
+
+class Exit(enum.IntEnum):
+    """Exit codes of every command."""
+
+    OK = 0
+    GATE_FAILED = 1
+    USAGE = 2
+    INTERRUPTED = 130

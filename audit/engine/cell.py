@@ -1,0 +1,56 @@
+"""Run one cell inside a worker: draw cases, explore the property, package the outcome."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from audit.checks.subject import Subject
+from audit.engine.explore import explore
+from audit.engine.options import RunOptions, cell_seed
+from audit.engine.outcome import ERRORED, HELD, SKIPPED, VIOLATED, CellKey, Outcome
+from audit.engine.script import replay_script
+from audit.inputs.strategies import cases
+
+
+def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example=None) -> Outcome:
+    """The outcome of ``check`` on ``entry`` at ``key``; never raises for the target's faults."""
+    skip = _unavailable(key.device)
+    if skip:
+        return Outcome(key, SKIPPED, skip)
+    seed = cell_seed(options.seed, entry.name, key.check, key.dtype, key.device)
+    subject = Subject(entry, target, key.dtype, key.device, seed)
+
+    def prop(case):
+        if on_example:
+            on_example(case)
+        check.run(subject, case)
+
+    examples = options.examples if claimed else options.unclaimed_examples
+    try:
+        found = explore(prop, cases(entry, empty=check.empty), examples=examples, seed_value=seed, shrink=claimed)
+    except SystemExit as exc:
+        return Outcome(key, ERRORED, f"the target called sys.exit({exc.code!r})")
+    if found.skipped:
+        return Outcome(key, SKIPPED, found.skipped, found.examples, found.seconds)
+    if found.held:
+        return Outcome(key, HELD, "", found.examples, found.seconds)
+    script = replay_script(entry, check, found.case, dtype=key.dtype, device=key.device, seed=options.seed,
+                           message=found.message, base=str(Path(options.base).resolve()),
+                           tolerance=subject.tolerance(tight=True))
+    return Outcome(key, VIOLATED, f"{found.message}; on {found.case.describe()}", found.examples,
+                   found.seconds, found.case.to_json(), script)
+
+
+def _unavailable(device: str) -> str:
+    import torch
+
+    if device == "cuda" and not torch.cuda.is_available():
+        return "CUDA is not available here (torch.cuda.is_available() is False)"
+    if device == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+        return "MPS is not available here (torch.backends.mps.is_available() is False)"
+    return ""
+
+
+def error_outcome(key: CellKey, message: str) -> Outcome:
+    """An ``error`` outcome: the audit could not decide."""
+    return Outcome(key, ERRORED, message)

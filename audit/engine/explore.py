@@ -1,0 +1,105 @@
+"""Run one check's property over Hypothesis-drawn cases and shrink any failure to a minimal case."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis.errors import Flaky
+
+import audit
+from audit.checks.interface import NotApplicable, Violation
+from audit.inputs.case import Case
+
+#: Frames inside these are the audit's or torch's, not the target owner's.
+_LIBRARY_DIRS = tuple(str(Path(m.__file__).parent) for m in (audit, torch))
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """How the property fared: held on ``examples`` cases, or failed on the shrunk ``case``."""
+
+    held: bool
+    examples: int
+    seconds: float
+    case: Case | None = None
+    message: str = ""
+    skipped: str = ""
+
+
+def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = True) -> Exploration:
+    """``prop(case)`` on up to ``examples`` drawn cases; raises only for the audit's own errors."""
+    state = {"calls": 0, "first_failure": None, "failures": [], "skipped": ""}
+    start = time.perf_counter()
+    test = _given(_property(prop, state), strategy, examples, seed_value, shrink)
+    try:
+        test()
+    except Violation:
+        case, message = state["failures"][-1]
+        return Exploration(False, state["first_failure"] or state["calls"], _since(start), case, message)
+    except Flaky:
+        case, message = state["failures"][0]
+        return Exploration(False, state["first_failure"] or state["calls"], _since(start), case,
+                           f"{message} (it did not fail again on the same case: the target is not deterministic)")
+    return Exploration(True, state["calls"], _since(start), skipped=state["skipped"])
+
+
+def _property(prop, state: dict):
+    def run(case: Case) -> None:
+        if state["skipped"]:
+            return
+        state["calls"] += 1
+        try:
+            prop(case)
+        except NotApplicable as exc:
+            state["skipped"] = str(exc)
+        except Violation as exc:
+            _record(state, case, str(exc))
+            raise
+        except MemoryError:
+            raise
+        except RuntimeError as exc:
+            if "can't allocate memory" in str(exc):
+                raise MemoryError(str(exc)) from exc
+            message = f"raised {type(exc).__name__}: {_first_line(exc)}{_where(exc)}"
+            _record(state, case, message)
+            raise Violation(message) from exc
+        except Exception as exc:  # the target raised: on a case inside its domain, that is a bug
+            message = f"raised {type(exc).__name__}: {_first_line(exc)}{_where(exc)}"
+            _record(state, case, message)
+            raise Violation(message) from exc
+    return run
+
+
+def _record(state: dict, case: Case, message: str) -> None:
+    state["failures"].append((case, message))
+    if state["first_failure"] is None:
+        state["first_failure"] = state["calls"]
+
+
+def _given(run, strategy, examples: int, seed_value: int, shrink: bool):
+    phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
+    configured = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+                          phases=phases, suppress_health_check=list(HealthCheck), print_blob=False,
+                          verbosity=Verbosity.quiet, report_multiple_bugs=False)
+    return seed(seed_value)(configured(given(strategy)(run)))
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def _where(exc: Exception) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if not f.filename.startswith(_LIBRARY_DIRS)]
+    frame = (own or frames)[-1] if frames else None
+    return f" (at {frame.filename}:{frame.lineno} in {frame.name})" if frame else ""
+
+
+def _since(start: float) -> float:
+    return time.perf_counter() - start

@@ -1,0 +1,33 @@
+"""Which cells an entry gets: checks in table order, then dtypes, then devices, in contract order."""
+
+from __future__ import annotations
+
+from audit.contract import DEVICE_ORDER, DTYPE_ORDER
+from audit.engine.outcome import CellKey
+from audit.registry.model import Entry
+
+
+def plan(entry: Entry, checks: dict, *, only=None, devices=None) -> list[CellKey]:
+    """The entry's cells; ``only`` limits the checks, ``devices`` the devices."""
+    keys = []
+    for name, check in checks.items():
+        if only and name not in only:
+            continue
+        if not (_selected(entry, name) and check.applies(entry)):
+            continue
+        for dtype in sorted(check.dtypes(entry), key=DTYPE_ORDER.index):
+            for device in sorted(entry.supports.devices, key=DEVICE_ORDER.index):
+                if devices is None or device in devices:
+                    keys.append(CellKey(name, dtype, device))
+    return keys
+
+
+def _selected(entry: Entry, name: str) -> bool:
+    from audit.contract import CHECK_NAMES
+
+    return name in CHECK_NAMES or name in entry.checks
+
+
+def claims(entry: Entry, checks: dict) -> dict[str, bool]:
+    """Whether each check is claimed (or always required) for ``entry``."""
+    return {name: bool(check.claimed(entry)) for name, check in checks.items()}

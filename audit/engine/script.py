@@ -1,0 +1,59 @@
+"""A self-contained replay script for a failing cell: nothing but torch and the target's package."""
+
+from __future__ import annotations
+
+from audit.inputs.case import Case, TensorArg
+from audit.registry.model import Entry
+
+HEADER = '''\
+"""Replays {name} {check} ({dtype}, {device}), as found by autograd-audit (seed {seed}).
+
+{message}
+
+Owner: {owners}. Needs only torch and the target's package; run: python {{this file}}
+"""
+import sys
+
+sys.path.insert(0, {base!r})
+import torch
+'''
+
+
+def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, seed: int,
+                  message: str, base: str, tolerance) -> str:
+    """The script's text; ``tolerance`` is the comparison the check used (atol, rtol)."""
+    lines = [HEADER.format(name=entry.name, check=check.name, dtype=dtype, device=device, seed=seed,
+                           message=_comment(message), owners=", ".join(entry.owners), base=base)]
+    lines += [f"import {module}" for module in entry.load]
+    lines.append(_target_line("fn", entry.target, entry.kind))
+    lines.append(_target_line("ref", entry.reference, "callable") if entry.reference else "ref = None")
+    lines.append(f"dtype, device = torch.{dtype}, {device!r}")
+    lines.append(f"atol, rtol = {tolerance.atol!r}, {tolerance.rtol!r}")
+    lines.append("args = [")
+    lines += [f"    {_arg(a)}," for a in case.args]
+    lines.append("]")
+    lines.append(check.script or "print(fn(*args))")
+    return "\n".join(lines) + "\n"
+
+
+def _comment(message: str) -> str:
+    return message.replace('"""', "'''").replace("\\", "\\\\")
+
+
+def _target_line(name: str, target: str, kind: str) -> str:
+    if kind == "op":
+        namespace, _, rest = target.partition("::")
+        return f"{name} = torch.ops.{namespace}.{rest}"
+    module, _, qualname = target.partition(":")
+    suffix = ".apply" if kind == "function" else ""
+    return f"import {module}\n{name} = {module}.{qualname}{suffix}"
+
+
+def _arg(arg) -> str:
+    if not isinstance(arg, TensorArg):
+        return repr(arg.value)
+    dtype = f"torch.{arg.dtype}" if arg.dtype else "dtype"
+    values = repr(arg.values.reshape(-1).tolist())
+    grad = ".requires_grad_()" if arg.requires_grad else ""
+    return (f"torch.tensor({values}, dtype={dtype}, device=device)"
+            f".reshape({list(arg.values.shape)!r}){grad}")

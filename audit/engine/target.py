@@ -1,0 +1,113 @@
+"""Import what an entry names (its ``load`` list, target and reference) and fingerprint it."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from audit.registry.model import Entry
+
+
+class TargetError(Exception):
+    """The target could not be imported or is not what its kind says."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The callable under audit, its trusted reference if any, and the digest of its code."""
+
+    fn: Callable
+    reference: Callable | None
+    digest: str
+    obj: object
+
+
+def resolve(entry: Entry, base: Path) -> Target:
+    """Load the entry's modules and return its :class:`Target`; raises :class:`TargetError`."""
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+    for item in entry.load:
+        _load(item)
+    obj = _op(entry.target) if entry.kind == "op" else import_object(entry.target)
+    fn = _callable(entry, obj)
+    reference = import_object(entry.reference) if entry.reference else None
+    return Target(fn=fn, reference=reference, digest=_digest(entry, obj), obj=obj)
+
+
+def import_object(spec: str):
+    """``"module:Qual.name"`` to the object it names."""
+    module_name, _, qualname = spec.partition(":")
+    try:
+        obj = importlib.import_module(module_name)
+    except Exception as exc:  # the module's own import may raise anything
+        raise TargetError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    for part in qualname.split("."):
+        if not hasattr(obj, part):
+            raise TargetError(f"module {module_name!r} has no attribute {qualname!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _load(item: str) -> None:
+    if item.endswith((".so", ".dylib", ".dll", ".cpp", ".cu", ".cc")):
+        raise TargetError(f"load: {item!r}: native libraries and sources are not supported yet; "
+                          "list Python modules only")
+    try:
+        importlib.import_module(item)
+    except Exception as exc:
+        raise TargetError(f"load: cannot import {item!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def _op(target: str):
+    import torch
+
+    namespace, _, rest = target.partition("::")
+    name, _, overload = rest.partition(".")
+    try:
+        packet = getattr(getattr(torch.ops, namespace), name)
+        return getattr(packet, overload) if overload else packet
+    except (AttributeError, RuntimeError) as exc:
+        raise TargetError(f"no operator {target!r} is registered (is the module that defines it "
+                          f"listed in load?): {exc}") from exc
+
+
+def _callable(entry: Entry, obj) -> Callable:
+    import torch
+
+    if entry.kind == "function":
+        if not (inspect.isclass(obj) and issubclass(obj, torch.autograd.Function)):
+            raise TargetError(f"{entry.target} is not a torch.autograd.Function subclass "
+                              f"(got {type(obj).__name__}); use kind: callable for plain functions")
+        return obj.apply
+    if not callable(obj):
+        raise TargetError(f"{entry.target} is not callable (got {type(obj).__name__})")
+    return obj
+
+
+def _digest(entry: Entry, obj) -> str:
+    hasher = hashlib.sha256()
+    if entry.kind == "op":
+        hasher.update(str(getattr(obj, "_schemas", "") or getattr(obj, "_schema", "")).encode())
+        sources = [_module_file(item) for item in entry.load]
+    else:
+        sources = [_source_file(obj)]
+    for source in filter(None, sources):
+        hasher.update(Path(source).read_bytes())
+    return hasher.hexdigest()
+
+
+def _source_file(obj) -> str | None:
+    try:
+        return inspect.getsourcefile(obj)
+    except TypeError:
+        return None
+
+
+def _module_file(name: str) -> str | None:
+    module = sys.modules.get(name)
+    return getattr(module, "__file__", None) if module else None

@@ -1,0 +1,40 @@
+"""One exception root for the audit, and the errors the command line maps to exit codes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class AuditError(Exception):
+    """Root of every error the audit raises on purpose; the CLI turns it into exit code 2."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a registry: where it is and what was expected there."""
+
+    file: str
+    line: int
+    column: int
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        return f"{self.file}:{self.line}:{self.column}: {where}{self.message}"
+
+
+class RegistryError(AuditError):
+    """The registry cannot be used; carries every problem found, each with file:line:col."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = sorted(problems, key=lambda p: (p.line, p.column, p.path, p.message))
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class UsageError(AuditError):
+    """The command line asked for something that cannot be done (nothing selected, unknown entry)."""
+
+
+class InternalError(AuditError):
+    """The audit itself went wrong; never the target's fault."""

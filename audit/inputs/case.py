@@ -1,0 +1,64 @@
+"""A drawn case: the sizes of the symbolic dims and every argument's values, as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    """A tensor argument's values (float64 or int64), before dtype, device and layout are applied."""
+
+    values: np.ndarray
+    requires_grad: bool
+    dtype: str | None = None
+
+    def to_json(self) -> dict:
+        """Shape, pinned dtype and values, exactly (floats keep every bit through repr)."""
+        return {"shape": list(self.values.shape), "dtype": self.dtype, "requires_grad": self.requires_grad,
+                "values": self.values.reshape(-1).tolist()}
+
+
+@dataclass(frozen=True)
+class ValueArg:
+    """A non-tensor argument."""
+
+    value: object
+
+    def to_json(self) -> dict:
+        """The value itself."""
+        return {"value": self.value}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One example: dim sizes by name and the positional arguments."""
+
+    dims: tuple[tuple[str, int], ...]
+    args: tuple
+
+    def to_json(self) -> dict:
+        """A JSON-ready form that :meth:`from_json` reads back exactly."""
+        return {"dims": dict(self.dims), "args": [a.to_json() for a in self.args]}
+
+    @staticmethod
+    def from_json(data: dict) -> "Case":
+        """The inverse of :meth:`to_json`."""
+        return Case(dims=tuple(data["dims"].items()), args=tuple(_arg(a) for a in data["args"]))
+
+    def describe(self) -> str:
+        """A one-line summary: dims and argument shapes."""
+        dims = ", ".join(f"{k}={v}" for k, v in self.dims)
+        shapes = ", ".join(f"[{', '.join(map(str, a.values.shape))}]" if isinstance(a, TensorArg)
+                           else repr(a.value) for a in self.args)
+        return f"({shapes})" + (f" with {dims}" if dims else "")
+
+
+def _arg(data: dict):
+    if "value" in data:
+        return ValueArg(data["value"])
+    kind = np.int64 if data["dtype"] and not data["dtype"].startswith(("float", "bfloat", "complex")) else np.float64
+    values = np.asarray(data["values"], dtype=kind).reshape(data["shape"])
+    return TensorArg(values=values, requires_grad=data["requires_grad"], dtype=data["dtype"])

@@ -1,0 +1,59 @@
+"""Hypothesis strategies for an entry's arguments: shared symbolic dims, domains, kinks avoided."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from audit.inputs.case import Case, TensorArg, ValueArg
+from audit.registry.model import FLOAT_DTYPES, Entry, TensorSpec
+
+#: Drawn values keep this fraction of the domain's width away from each kink; wide enough for
+#: float32 finite differences (eps 1e-3) and far wider than float64 ones (eps 1e-6).
+KINK_MARGIN = 0.01
+
+
+def cases(entry: Entry, *, empty: bool = False) -> st.SearchStrategy[Case]:
+    """Cases for ``entry``; with ``empty``, one dim that may be 0 is 0."""
+    return _case(entry, empty)
+
+
+@st.composite
+def _case(draw, entry: Entry, empty: bool) -> Case:
+    sizes = {name: draw(st.integers(*entry.dim_range(name))) for name in entry.symbols}
+    zeroable = [name for name in entry.symbols if entry.dim_range(name)[0] == 0]
+    if empty and zeroable:
+        sizes[draw(st.sampled_from(zeroable))] = 0
+    args = tuple(_arg(draw, spec, sizes) for spec in entry.inputs)
+    return Case(dims=tuple(sizes.items()), args=args)
+
+
+def _arg(draw, spec, sizes: dict):
+    if not isinstance(spec, TensorSpec):
+        return ValueArg(spec.value)
+    shape = tuple(sizes[s] if isinstance(s, str) else s for s in spec.shape)
+    integral = spec.dtype is not None and spec.dtype not in FLOAT_DTYPES
+    dtype = np.int64 if integral else np.float64
+    values = draw(hnp.arrays(dtype, shape, elements=elements(spec, integral)))
+    return TensorArg(values=values, requires_grad=spec.differentiable, dtype=spec.dtype)
+
+
+def elements(spec: TensorSpec, integral: bool = False) -> st.SearchStrategy:
+    """Scalars in the spec's domain, pushed away from its kinks."""
+    low, high = spec.domain
+    if integral:
+        return st.integers(int(np.ceil(low)), int(np.floor(high)))
+    floats = st.floats(low, high, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    return floats.map(lambda v: away_from_kinks(v, spec)) if spec.kinks else floats
+
+
+def away_from_kinks(value: float, spec: TensorSpec) -> float:
+    """``value`` moved at least the kink margin away from every kink, staying in the domain."""
+    low, high = spec.domain
+    margin = KINK_MARGIN * (high - low)
+    for kink in spec.kinks:
+        if abs(value - kink) < margin:
+            up, down = kink + margin, kink - margin
+            value = up if (value >= kink and up <= high) or down < low else down
+    return float(min(max(value, low), high))

@@ -1,0 +1,95 @@
+"""The validation matrix (``audit-matrix/1``): built from results, summarised, gated, written atomically."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from audit.cells import Cell
+from audit.contract import MATRIX_SCHEMA, Status
+
+
+def build(result, registry, seed: int) -> dict:
+    """The matrix as the contract's JSON object."""
+    entries = [_entry(r) for r in result.entries]
+    cells = [Cell.from_json(c) for e in entries for c in e["cells"]]
+    return {
+        "schema": MATRIX_SCHEMA,
+        "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "environment": environment(result.environment, registry, seed),
+        "entries": entries,
+        "summary": summary(cells),
+        "verdict": verdict(cells, strict=False),
+    }
+
+
+def _entry(result) -> dict:
+    entry = result.entry
+    data = {"name": entry.name, "owner": list(entry.owners), "kind": entry.kind, "target": entry.target,
+            "digest": result.digest, "line": entry.line, "cells": [c.to_json() for c in result.cells]}
+    if result.target_error:
+        data["target_error"] = result.target_error
+    return data
+
+
+def environment(workers: dict, registry, seed: int) -> dict:
+    """The fingerprint: torch, Python, platform, CUDA, devices, git commit, registry digest, seed."""
+    return {"torch": workers.get("torch"), "python": workers.get("python"), "cuda": workers.get("cuda"),
+            "devices": workers.get("devices", ["cpu"]), "platform": workers.get("platform"),
+            "git_commit": git_commit(Path(registry.path).parent), "registry_sha256": registry.sha256,
+            "seed": seed}
+
+
+def git_commit(folder: Path) -> str | None:
+    """HEAD of the repository holding ``folder``, or None outside one."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder or ".", capture_output=True, text=True,
+                              timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def summary(cells) -> dict:
+    """How many cells have each status (every status present, zeros included)."""
+    counts = {status.value: 0 for status in Status}
+    for cell in cells:
+        counts[cell.status.value] += 1
+    return counts
+
+
+def gating(cells, strict: bool) -> list:
+    """The cells that fail the gate (expected skips never do)."""
+    return [c for c in cells if c.status.gates(strict) and not c.expected]
+
+
+def verdict(cells, strict: bool) -> str:
+    """``pass`` or ``fail``."""
+    return "fail" if gating(cells, strict) else "pass"
+
+
+def cells_of(matrix: dict) -> list[Cell]:
+    """Every cell of a matrix, as :class:`Cell` objects."""
+    return [Cell.from_json(c) for e in matrix["entries"] for c in e["cells"]]
+
+
+def dumps(matrix: dict) -> str:
+    """Canonical text: sorted keys, two-space indent, trailing newline."""
+    return json.dumps(matrix, indent=2, sort_keys=True) + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and a rename: never half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

@@ -1,0 +1,43 @@
+"""Validated registry data to frozen :mod:`audit.registry.model` objects."""
+
+from __future__ import annotations
+
+from audit.registry.model import (DEFAULT_DOMAIN, Entry, Expectation, Supports, TensorSpec, Tolerance,
+                                  ValueSpec)
+
+
+def build_entry(data: dict, line: int) -> Entry:
+    """One merged, validated entry as an :class:`Entry`."""
+    owner = data["owner"]
+    return Entry(
+        name=data["name"],
+        owners=tuple(owner) if isinstance(owner, list) else (owner,),
+        kind=data.get("kind", "function"),
+        target=data["target"],
+        inputs=tuple(_input(spec) for spec in data["inputs"]),
+        line=line,
+        load=tuple(data.get("load", ())),
+        reference=data.get("reference"),
+        dims=tuple((name, r[0], r[1]) for name, r in data.get("dims", {}).items()),
+        mutates=tuple(data.get("mutates", ())),
+        views=tuple(data.get("views", ())),
+        supports=_supports(data.get("supports", {})),
+        tolerance=tuple((dt, Tolerance(**tol)) for dt, tol in sorted(data.get("tolerance", {}).items())
+                        if {"atol", "rtol"} <= set(tol)),
+        expect=tuple(Expectation(**w) for w in data.get("expect", ())),
+        checks=tuple(data.get("checks", ())),
+    )
+
+
+def _input(spec: dict):
+    if "value" in spec:
+        return ValueSpec(spec["value"])
+    low, high = spec.get("domain", DEFAULT_DOMAIN)
+    return TensorSpec(shape=tuple(spec["shape"]), domain=(float(low), float(high)),
+                      kinks=tuple(float(k) for k in spec.get("kinks", ())),
+                      requires_grad=spec.get("requires_grad", True), dtype=spec.get("dtype"))
+
+
+def _supports(data: dict) -> Supports:
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    return Supports(**values)

@@ -1,0 +1,102 @@
+"""Read ``registry.yaml``: every problem found is reported with file, line, column and key path."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from pathlib import Path
+
+import yaml
+
+from audit.errors import Problem, RegistryError
+from audit.registry import schema as schema_mod
+from audit.registry.build import build_entry
+from audit.registry.semantics import entry_problems, registry_problems
+from audit.registry.yamltree import Located, dotted, parse
+
+
+def load_registry(path: str | Path) -> "Registry":
+    """Load and validate a registry; raises :class:`RegistryError` listing every problem."""
+    from audit.registry.model import Registry
+
+    path = Path(path)
+    raw = _read(path)
+    located = _parse(raw, path)
+    problems = _schema_problems(located, str(path))
+    broken = {p.path.split("]")[0] for p in problems}
+    merged = merge_defaults(located.data) if _mergeable(located.data) else []
+    if not any(p.path == "" or p.path.startswith("defaults") for p in problems):
+        problems += registry_problems(merged, located, str(path))
+        problems += [p for i, entry in enumerate(merged) if f"entries[{i}" not in broken
+                     for p in entry_problems(entry, i, located, str(path))]
+    if problems:
+        raise RegistryError(problems)
+    entries = tuple(build_entry(e, located.where(("entries", i))[0]) for i, e in enumerate(merged))
+    return Registry(path=str(path), sha256=hashlib.sha256(raw).hexdigest(), entries=entries)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise RegistryError([Problem(str(path), 1, 1, "", f"cannot read the registry: {exc.strerror}")]) from None
+
+
+def _parse(raw: bytes, path: Path) -> Located:
+    try:
+        located = parse(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RegistryError([Problem(str(path), 1, 1, "", f"expected UTF-8 text ({exc.reason})")]) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise RegistryError([Problem(str(path), line, col, "", f"invalid YAML: {exc.problem}")]) from None
+    if located.duplicates:
+        raise RegistryError([Problem(str(path), ln, col, dotted(p), "duplicate key")
+                             for p, (ln, col) in located.duplicates])
+    if not isinstance(located.data, dict):
+        got = schema_mod.describe(located.data)
+        raise RegistryError([Problem(str(path), 1, 1, "", f"expected a mapping with 'version' and 'entries', got {got}")])
+    return located
+
+
+def _schema_problems(located: Located, file: str) -> list[Problem]:
+    problems = []
+    for error in schema_mod.validator().iter_errors(located.data):
+        problems += _problems_of(error, located, file)
+    return problems
+
+
+def _problems_of(error, located: Located, file: str) -> list[Problem]:
+    path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extras = [k for k in error.instance if k not in allowed]
+        hint = f"; expected one of: {', '.join(allowed)}"
+        return [Problem(file, *located.where(path + (k,), key=True), dotted(path + (k,)), f"unknown key{hint}")
+                for k in extras]
+    return [Problem(file, *located.where(path), dotted(path), schema_mod.phrase(error))]
+
+
+def _mergeable(document: dict) -> bool:
+    entries, defaults = document.get("entries"), document.get("defaults", {})
+    return (isinstance(entries, list) and isinstance(defaults, dict)
+            and all(isinstance(e, dict) for e in entries))
+
+
+def merge_defaults(document: dict) -> list[dict]:
+    """Every entry with ``defaults`` merged in: the entry wins, mappings merge one level deep."""
+    defaults = document.get("defaults", {})
+    merged = []
+    for entry in document.get("entries", []):
+        combined = {**defaults, **entry}
+        for key, value in defaults.items():
+            if isinstance(value, dict) and isinstance(entry.get(key), dict):
+                combined[key] = {**value, **entry[key]}
+        merged.append(combined)
+    return merged
+
+
+def today() -> str:
+    """Today's date as YYYY-MM-DD (UTC), the clock waivers expire against."""
+    return datetime.datetime.now(datetime.timezone.utc).date().isoformat()

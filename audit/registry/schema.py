@@ -1,0 +1,81 @@
+"""The shipped JSON Schema (draft-07) and its errors rephrased as 'expected X, got Y'."""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+
+SCHEMA_FILE = "registry.schema.json"
+
+PATTERN_HINTS = {
+    "^[A-Za-z0-9._:-]+$": "letters, digits and . _ : -",
+    "^[A-Za-z_][A-Za-z0-9_]*$": "an identifier (letters, digits, _)",
+    r"^\d{4}-\d{2}-\d{2}$": "a date YYYY-MM-DD",
+    r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$": "'module:Qualname'",
+}
+
+
+def schema_path() -> str:
+    """Where the shipped schema file lies (for the yaml-language-server modeline)."""
+    return str(resources.files("audit.schema").joinpath(SCHEMA_FILE))
+
+
+@functools.lru_cache(maxsize=1)
+def schema() -> dict:
+    """The registry schema as a dict."""
+    return json.loads(resources.files("audit.schema").joinpath(SCHEMA_FILE).read_text())
+
+
+@functools.lru_cache(maxsize=1)
+def validator():
+    """A draft-07 validator for the registry schema."""
+    import jsonschema
+
+    return jsonschema.Draft7Validator(schema())
+
+
+def describe(value: object) -> str:
+    """A value as an error message shows it: its repr and, for containers, its kind."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    return repr(value)
+
+
+def _types(expected) -> str:
+    names = {"integer": "an integer", "number": "a number", "string": "a string", "array": "a list",
+             "object": "a mapping", "boolean": "true or false", "null": "null"}
+    expected = expected if isinstance(expected, list) else [expected]
+    return " or ".join(names.get(t, t) for t in expected)
+
+
+def phrase(error) -> str:
+    """A jsonschema ``ValidationError`` as a sentence saying what was expected."""
+    kind, spec, value = error.validator, error.validator_value, error.instance
+    if kind == "type":
+        return f"expected {_types(spec)}, got {describe(value)}"
+    if kind == "enum":
+        return f"expected one of {', '.join(map(str, spec))}, got {describe(value)}"
+    if kind == "const":
+        return f"expected {spec!r}, got {describe(value)}"
+    if kind == "pattern":
+        return f"expected {PATTERN_HINTS.get(spec, 'a match for ' + spec)}, got {describe(value)}"
+    if kind == "required":
+        missing = [k for k in spec if k not in value]
+        return f"missing required key {', '.join(map(repr, missing))}"
+    if kind in ("minItems", "maxItems"):
+        word = "at least" if kind == "minItems" else "at most"
+        return f"expected {word} {spec} item{'s' if spec != 1 else ''}, got {len(value)}"
+    if kind == "minimum":
+        return f"expected a value >= {spec}, got {describe(value)}"
+    if kind == "minLength":
+        return "expected a non-empty string"
+    if kind == "uniqueItems":
+        return "expected no repeated items"
+    if kind == "oneOf" and error.schema.get("description", "").startswith("Who answers"):
+        return f"expected a string or a list of strings, got {describe(value)}"
+    return error.message

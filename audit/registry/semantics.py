@@ -1,0 +1,103 @@
+"""Rules JSON Schema cannot say: unique names, ranged dims, index bounds, target formats."""
+
+from __future__ import annotations
+
+import datetime
+import re
+
+from audit.contract import CHECK_NAMES
+from audit.errors import Problem
+from audit.registry.yamltree import Located, dotted
+
+MODULE_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+OP_TARGET = re.compile(r"^[A-Za-z_]\w*::[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
+SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def registry_problems(entries: list[dict], located: Located, file: str) -> list[Problem]:
+    """Problems across entries: duplicate names."""
+    seen: dict[str, int] = {}
+    problems = []
+    for index, entry in enumerate(entries):
+        name = entry.get("name")
+        if name in seen:
+            path = ("entries", index, "name")
+            first = located.where(("entries", seen[name], "name"))[0]
+            problems.append(Problem(file, *located.where(path), dotted(path),
+                                    f"duplicate name {name!r} (first used on line {first})"))
+        seen.setdefault(name, index)
+    return problems
+
+
+def entry_problems(entry: dict, index: int, located: Located, file: str) -> list[Problem]:
+    """Every rule below, applied to one merged entry."""
+    base = ("entries", index)
+    found: list[tuple[tuple, str]] = []
+    for rule in (_required, _target, _dims, _indices, _domains, _expect):
+        found += rule(entry)
+    return [Problem(file, *located.where(base + p), dotted(base + p), msg) for p, msg in found]
+
+
+def _required(entry: dict) -> list:
+    return [((), f"missing required key {key!r} (set it on the entry or in defaults)")
+            for key in ("owner", "inputs") if key not in entry]
+
+
+def _target(entry: dict) -> list:
+    kind, target = entry.get("kind", "function"), entry.get("target", "")
+    if kind == "op" and not OP_TARGET.match(target):
+        return [(("target",), f"expected 'namespace::name[.overload]' for kind op, got {target!r}")]
+    if kind != "op" and not MODULE_TARGET.match(target):
+        return [(("target",), f"expected 'module:Qualname' for kind {kind}, got {target!r}")]
+    return []
+
+
+def _dims(entry: dict) -> list:
+    used = {s for spec in entry.get("inputs", []) if "shape" in spec
+            for s in spec["shape"] if isinstance(s, str)}
+    if "dims" not in entry:
+        return []
+    ranged = entry["dims"]
+    problems = [(("inputs",), f"dim {name!r} is used in a shape but not ranged in dims")
+                for name in sorted(used - set(ranged))]
+    problems += [(("dims", name), f"dim {name!r} is ranged but no input shape uses it")
+                 for name in sorted(set(ranged) - used)]
+    problems += [(("dims", name), f"expected [low, high] with low <= high, got {list(r)}")
+                 for name, r in ranged.items() if r[0] > r[1]]
+    return problems
+
+
+def _indices(entry: dict) -> list:
+    inputs = entry.get("inputs", [])
+    problems = []
+    for key in ("mutates", "views"):
+        for i, position in enumerate(entry.get(key, [])):
+            if position >= len(inputs) or "shape" not in inputs[position]:
+                problems.append(((key, i), f"expected the index of a tensor input (0..{len(inputs) - 1}), got {position}"))
+    return problems
+
+
+def _domains(entry: dict) -> list:
+    return [(("inputs", i, "domain"), f"expected [low, high] with low < high, got {spec['domain']}")
+            for i, spec in enumerate(entry.get("inputs", []))
+            if "domain" in spec and not spec["domain"][0] < spec["domain"][1]]
+
+
+def _expect(entry: dict) -> list:
+    known = set(CHECK_NAMES) | set(entry.get("checks", []))
+    problems = []
+    for i, waiver in enumerate(entry.get("expect", [])):
+        if waiver["check"] not in known:
+            problems.append((("expect", i, "check"), f"expected a check name ({', '.join(CHECK_NAMES)} "
+                             f"or one listed in checks), got {waiver['check']!r}"))
+        if "until" in waiver and not _is_date(waiver["until"]):
+            problems.append((("expect", i, "until"), f"expected a real date YYYY-MM-DD, got {waiver['until']!r}"))
+    return problems
+
+
+def _is_date(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,1 @@
+"""Reporters: pure functions from a matrix (the contract's JSON object) to text."""

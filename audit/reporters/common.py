@@ -1,0 +1,59 @@
+"""What every reporter shares: columns present, the worst status of a group, failure lines."""
+
+from __future__ import annotations
+
+from audit.contract import CHECK_NAMES, Status
+
+#: Worst first: the status a group of cells (one check, several dtypes or devices) is shown as.
+SEVERITY = (Status.ERROR, Status.FAIL, Status.XPASS, Status.SKIP, Status.WAIVED, Status.UNSUPPORTED, Status.PASS)
+SHOWN = (Status.FAIL, Status.ERROR)
+
+
+def columns(matrix: dict) -> list[str]:
+    """The checks that have at least one cell, contract order first, then local checks by name."""
+    present = {c["check"] for e in matrix["entries"] for c in e["cells"]}
+    extra = sorted(present - set(CHECK_NAMES))
+    return [name for name in CHECK_NAMES if name in present] + extra
+
+
+def worst(cells: list[dict]) -> Status | None:
+    """The most severe status among ``cells`` (None when there are none)."""
+    statuses = {Status(c["status"]) for c in cells}
+    return next((s for s in SEVERITY if s in statuses), None)
+
+
+def group(entry: dict, check: str, device: str | None = None) -> list[dict]:
+    """An entry's cells for one check (on one device, when given)."""
+    return [c for c in entry["cells"] if c["check"] == check and device in (None, c["device"])]
+
+
+def rows(matrix: dict) -> list[tuple[dict, str | None]]:
+    """(entry, device) table rows: one per device the entry has cells on, when devices differ."""
+    devices = {c["device"] for e in matrix["entries"] for c in e["cells"]}
+    if len(devices) <= 1:
+        return [(e, None) for e in matrix["entries"]]
+    return [(e, d) for e in matrix["entries"] for d in dict.fromkeys(c["device"] for c in e["cells"])]
+
+
+def row_label(entry: dict, device: str | None) -> str:
+    """An entry's name, with the device when rows are split by device."""
+    return entry["name"] if device is None else f"{entry['name']} ({device})"
+
+
+def problems(matrix: dict, statuses=SHOWN) -> list[tuple[dict, dict]]:
+    """(entry, cell) for every cell with one of ``statuses``, in matrix order."""
+    wanted = {s.value for s in statuses}
+    return [(e, c) for e in matrix["entries"] for c in e["cells"] if c["status"] in wanted]
+
+
+def failure_line(entry: dict, cell: dict) -> str:
+    """What, where, by how much, who owns it, and the command that replays it."""
+    owners = ", ".join(entry["owner"])
+    return (f"{entry['name']} {cell['check']} {cell['status'].upper()} ({cell['dtype']}, {cell['device']}): "
+            f"{cell['message']}; owner {owners}; repro: {cell['repro']}")
+
+
+def headline(matrix: dict) -> str:
+    """One line: verdict and counts."""
+    counts = ", ".join(f"{n} {s}" for s, n in matrix["summary"].items() if n)
+    return f"autograd-audit: {matrix['verdict'].upper()} ({counts or 'no cells'})"

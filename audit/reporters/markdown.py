@@ -1,0 +1,50 @@
+"""The matrix as Markdown: verdict, environment, entries × checks, then every failure spelled out."""
+
+from __future__ import annotations
+
+from audit.reporters.common import columns, failure_line, group, headline, problems, row_label, rows, worst
+
+ICON = {"pass": "✅ pass", "fail": "❌ fail", "error": "💥 error", "unsupported": "➖ unsupported",
+        "waived": "🟡 waived", "xpass": "⬆️ xpass", "skip": "⏭️ skip"}
+
+
+def render(matrix: dict) -> str:
+    """Markdown text of ``matrix``."""
+    lines = [f"# {headline(matrix)}", "", _environment(matrix["environment"]), ""]
+    lines += _table(matrix)
+    found = problems(matrix)
+    if found:
+        lines += ["", "## Failures", ""]
+        lines += [f"- {_escape(failure_line(entry, cell))}" for entry, cell in found]
+    return "\n".join(lines) + "\n"
+
+
+def _environment(env: dict) -> str:
+    parts = [f"torch {env.get('torch')}", f"Python {env.get('python')}", f"CUDA {env.get('cuda') or 'none'}",
+             f"devices {', '.join(env.get('devices') or [])}", f"seed {env.get('seed')}",
+             f"registry sha256 `{(env.get('registry_sha256') or '')[:12]}`"]
+    if env.get("git_commit"):
+        parts.append(f"commit `{env['git_commit'][:12]}`")
+    return " · ".join(parts)
+
+
+def _table(matrix: dict) -> list[str]:
+    names = columns(matrix)
+    lines = ["| entry | owner | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for entry, device in rows(matrix):
+        row = [_escape(row_label(entry, device)), _escape(", ".join(entry["owner"]))]
+        row += [_cell(group(entry, name, device)) for name in names]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def _cell(cells: list[dict]) -> str:
+    status = worst(cells)
+    if status is None:
+        return "·"
+    count = sum(c["status"] == status.value for c in cells)
+    return ICON[status.value] + (f" ×{count}" if count > 1 else "")
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

@@ -1,0 +1,46 @@
+"""The matrix as a rich table for a terminal, followed by the failures; returned as text."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from audit.reporters.common import columns, failure_line, group, headline, problems, row_label, rows, worst
+
+STYLE = {"pass": "green", "fail": "bold red", "error": "bold magenta", "unsupported": "dim",
+         "waived": "yellow", "xpass": "cyan", "skip": "blue"}
+
+
+def render(matrix: dict, *, color: bool = False, width: int = 120) -> str:
+    """The table, the failures and the verdict, as text (ANSI colours when ``color``)."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False)
+    console.print(_table(matrix))
+    for entry, cell in problems(matrix):
+        console.print(Text(failure_line(entry, cell), style=STYLE[cell["status"]]), soft_wrap=True)
+    verdict_style = "bold green" if matrix["verdict"] == "pass" else "bold red"
+    console.print(Text(headline(matrix), style=verdict_style))
+    return buffer.getvalue()
+
+
+def _table(matrix: dict) -> Table:
+    names = columns(matrix)
+    table = Table(title="validation matrix", show_lines=False)
+    table.add_column("entry", no_wrap=True)
+    table.add_column("owner")
+    for name in names:
+        table.add_column(name, no_wrap=True)
+    for entry, device in rows(matrix):
+        table.add_row(row_label(entry, device), ", ".join(entry["owner"]),
+                      *[_cell(group(entry, n, device)) for n in names])
+    return table
+
+
+def _cell(cells: list[dict]) -> Text:
+    status = worst(cells)
+    if status is None:
+        return Text("·", style="dim")
+    return Text(status.value, style=STYLE[status.value])

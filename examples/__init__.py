@@ -1,0 +1,1 @@
+"""Real, correct custom autograd code that this repository audits on itself (see registry.yaml)."""
