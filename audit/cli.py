@@ -8,7 +8,7 @@ import click
 
 from audit import __version__
 from audit.contract import Exit
-from audit.errors import AuditError
+from audit.errors import AuditError, RegistryError
 
 REGISTRY = click.option("--registry", "registry", default="registry.yaml", show_default=True,
                         type=click.Path(dir_okay=False), help="The registry file.")
@@ -92,8 +92,13 @@ def _exit(command) -> None:
     """Run a command function and exit with its code; the one place errors become exit codes."""
     try:
         code = command()
+    except RegistryError as exc:
+        click.echo(str(exc), err=True)
+        count = len(exc.problems)
+        click.echo(f"{count} problem{'s' if count != 1 else ''} in the registry; nothing was run", err=True)
+        code = Exit.USAGE
     except AuditError as exc:
-        click.echo(f"error: {exc}" if "\n" not in str(exc) else str(exc), err=True)
+        click.echo(f"error: {exc}", err=True)
         code = Exit.USAGE
     except KeyboardInterrupt:
         click.echo("interrupted: nothing was written", err=True)

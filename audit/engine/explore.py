@@ -38,13 +38,16 @@ def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = Tr
     test = _given(_property(prop, state), strategy, examples, seed_value, shrink)
     try:
         test()
-    except Violation:
-        case, message = state["failures"][-1]
+    except (Violation, Flaky, MemoryError) as exc:
+        if state.get("out_of_memory"):
+            raise MemoryError(state["out_of_memory"]) from None
+        if not state["failures"]:
+            raise
+        flaky = isinstance(exc, Flaky)
+        case, message = state["failures"][0 if flaky else -1]
+        if flaky:
+            message += " (it did not fail again on the same case: the target is not deterministic)"
         return Exploration(False, state["first_failure"] or state["calls"], _since(start), case, message)
-    except Flaky:
-        case, message = state["failures"][0]
-        return Exploration(False, state["first_failure"] or state["calls"], _since(start), case,
-                           f"{message} (it did not fail again on the same case: the target is not deterministic)")
     return Exploration(True, state["calls"], _since(start), skipped=state["skipped"])
 
 
@@ -52,6 +55,8 @@ def _property(prop, state: dict):
     def run(case: Case) -> None:
         if state["skipped"]:
             return
+        if state.get("out_of_memory"):
+            raise MemoryError(state["out_of_memory"])  # no shrinking through repeated blow-ups
         state["calls"] += 1
         try:
             prop(case)
@@ -60,11 +65,13 @@ def _property(prop, state: dict):
         except Violation as exc:
             _record(state, case, str(exc))
             raise
-        except MemoryError:
+        except MemoryError as exc:
+            state["out_of_memory"] = str(exc) or "MemoryError"
             raise
         except RuntimeError as exc:
             if "can't allocate memory" in str(exc):
-                raise MemoryError(str(exc)) from exc
+                state["out_of_memory"] = _first_line(exc)
+                raise MemoryError(state["out_of_memory"]) from exc
             message = f"raised {type(exc).__name__}: {_first_line(exc)}{_where(exc)}"
             _record(state, case, message)
             raise Violation(message) from exc

@@ -39,7 +39,7 @@ class Worker:
     def death(self) -> str:
         """How the process ended, and the last lines it wrote to stderr."""
         code = self.process.wait()
-        cause = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        cause = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
         self.log.seek(0)
         tail = self.log.read().decode(errors="replace").strip().splitlines()[-5:]
         return cause + (f"; its last output: {' | '.join(tail)}" if tail else "")

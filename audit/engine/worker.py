@@ -76,8 +76,9 @@ def _job(job, outbox: Connection) -> None:
         on_example = lambda case: outbox.send(("example", case.describe()))  # noqa: E731
         try:
             outcome = run_cell(entry, target, check, key, options, job["claimed"][key.check], on_example)
-        except MemoryError:
-            outcome = error_outcome(key, f"out of memory: over the worker's cap ({options.max_memory >> 20} MiB)")
+        except MemoryError as exc:
+            outcome = error_outcome(key, f"out of memory: over the worker's cap of {options.max_memory >> 20} MiB "
+                                         f"(raise it with --max-memory): {exc}")
         except Exception as exc:
             outcome = error_outcome(key, f"the audit failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         outbox.send(("outcome", outcome))

@@ -1,0 +1,92 @@
+"""``audit repro``: replay one cell's shrunk failing case in this process and show it in full."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from audit.commands.select import check_table
+from audit.contract import Exit
+from audit.errors import UsageError
+from audit.registry.load import load_registry
+
+
+def repro(entry, check, registry, dtype, device, seed, examples, matrix) -> int:
+    """Replay the stored case (or search again with the seed); exit 1 when the failure reproduces."""
+    from audit.checks.interface import Violation
+    from audit.checks.subject import Subject
+    from audit.engine.options import cell_seed
+    from audit.engine.target import resolve
+
+    loaded = load_registry(registry)
+    chosen = loaded.entry(entry) or _unknown(entry, loaded)
+    checks = check_table(loaded)
+    if check not in checks:
+        raise UsageError(f"unknown check {check!r}; known: {', '.join(checks)}")
+    dtype = dtype or checks[check].dtypes(chosen)[0]
+    target = resolve(chosen, Path(loaded.path).resolve().parent)
+    subject = Subject(chosen, target, dtype, device, cell_seed(seed, entry, check, dtype, device))
+    case = _stored_case(Path(matrix), entry, check, dtype, device, seed)
+    if case is None:
+        click.echo(f"no stored case for this cell in {matrix}; searching with seed {seed} ...")
+        case = _search(checks[check], subject, examples)
+        if case is None:
+            click.echo(f"{entry} {check} ({dtype}, {device}): held on {examples} examples; nothing to replay")
+            return Exit.OK
+    click.echo(f"{entry} {check} ({dtype}, {device}), seed {seed}, owner {', '.join(chosen.owners)}")
+    click.echo(describe_inputs(subject.args(case)))
+    try:
+        checks[check].run(subject, case)
+    except Violation as exc:
+        click.echo(f"FAIL: {exc}")
+        return Exit.GATE_FAILED
+    except Exception as exc:
+        click.echo(f"FAIL: raised {type(exc).__name__}: {exc}")
+        return Exit.GATE_FAILED
+    click.echo("held: the stored case no longer fails")
+    return Exit.OK
+
+
+def _unknown(name: str, registry):
+    raise UsageError(f"no entry named {name!r}; the registry has: {', '.join(e.name for e in registry.entries)}")
+
+
+def _stored_case(path: Path, entry, check, dtype, device, seed):
+    from audit.inputs.case import Case
+
+    if not path.is_file():
+        return None
+    matrix = json.loads(path.read_text())
+    if matrix.get("environment", {}).get("seed") != seed:
+        return None
+    for stored in matrix["entries"]:
+        for cell in stored["cells"] if stored["name"] == entry else ():
+            if (cell["check"], cell["dtype"], cell["device"]) == (check, dtype, device) and cell.get("case"):
+                return Case.from_json(cell["case"])
+    return None
+
+
+def _search(check, subject, examples: int):
+    from audit.engine.explore import explore
+    from audit.inputs.strategies import cases
+
+    found = explore(lambda case: check.run(subject, case), cases(subject.entry, empty=check.empty),
+                    examples=examples, seed_value=subject.seed)
+    return None if found.held else found.case
+
+
+def describe_inputs(args) -> str:
+    """Every argument: dtype, shape, strides and values (tensors), or the value itself."""
+    import torch
+
+    lines = []
+    for i, arg in enumerate(args):
+        if isinstance(arg, torch.Tensor):
+            values = arg.detach().cpu().tolist()
+            lines.append(f"  input {i}: {arg.dtype} shape {list(arg.shape)} strides {list(arg.stride())} "
+                         f"requires_grad={arg.requires_grad} device={arg.device}\n    values {values!r}")
+        else:
+            lines.append(f"  input {i}: {arg!r}")
+    return "\n".join(lines)

@@ -1,0 +1,43 @@
+"""Helpers that audit one entry in this process (no worker), for fast check-level tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from audit.checks import builtin
+from audit.engine.cell import run_cell
+from audit.engine.options import RunOptions
+from audit.engine.outcome import CellKey
+from audit.engine.target import resolve
+from audit.registry import load_registry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def entry(tmp_path, **spec):
+    """A loaded :class:`Entry` from registry keys; owner and kind have test defaults."""
+    spec = {"name": "subject", "owner": "@tests", "kind": "function", **spec}
+    path = tmp_path / f"{spec['name']}.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "entries": [spec]}, sort_keys=False))
+    return load_registry(path).entries[0]
+
+
+def observe(entry, check: str, dtype: str = "float64", *, examples: int = 20, seed: int = 0, claimed=True):
+    """The raw outcome of ``check`` on ``entry`` at (dtype, cpu)."""
+    target = resolve(entry, ROOT)
+    options = RunOptions(examples=examples, seed=seed, base=str(ROOT))
+    return run_cell(entry, target, builtin()[check], CellKey(check, dtype, "cpu"), options, claimed)
+
+
+def matrix_without_timings(text: str) -> dict:
+    """A matrix with ``created`` and every ``seconds`` removed: what must be byte-identical."""
+    import json
+
+    matrix = json.loads(text)
+    matrix.pop("created")
+    for e in matrix["entries"]:
+        for c in e["cells"]:
+            c.pop("seconds")
+    return matrix
