@@ -1,0 +1,25 @@
+"""This repository's own registry audits green: the README's first command must pass."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from audit.cli import cli
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def test_own_registry_is_green(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(cli, ["run", "--out", str(tmp_path), "--progress", "off", "-j", "2"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    matrix = json.loads((tmp_path / "matrix.json").read_text())
+    statuses = {c["status"] for e in matrix["entries"] for c in e["cells"] if c["device"] == "cpu"}
+    assert statuses <= {"pass", "unsupported"}, statuses
+    simplex = [c for e in matrix["entries"] for c in e["cells"] if c["check"] == "simplex"]
+    assert simplex and all(c["status"] == "pass" for c in simplex if c["device"] == "cpu")
