@@ -20,6 +20,7 @@ def test_own_registry_is_green(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     matrix = json.loads((tmp_path / "matrix.json").read_text())
     statuses = {c["status"] for e in matrix["entries"] for c in e["cells"] if c["device"] == "cpu"}
-    assert statuses <= {"pass", "unsupported"}, statuses
+    assert matrix["verdict"] == "pass"
+    assert statuses <= {"pass", "unsupported", "xpass"}, statuses  # xpass: a float16/bfloat16 probe held
     simplex = [c for e in matrix["entries"] for c in e["cells"] if c["check"] == "simplex"]
     assert simplex and all(c["status"] == "pass" for c in simplex if c["device"] == "cpu")

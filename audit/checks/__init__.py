@@ -14,7 +14,7 @@ from audit.checks.interface import Check
 
 #: Built-in checks in matrix order (a subset of the contract's CHECK_NAMES, in the same order).
 BUILTIN_MODULES = ("forward", "gradcheck", "gradgradcheck", "forward_ad", "undefined_grad", "empty",
-                   "determinism")
+                   "determinism", "dtype", "device", "noncontiguous", "alias", "saved_tensors")
 
 
 def builtin_names() -> tuple[str, ...]:

@@ -45,7 +45,9 @@ class Check:
     ``run(subject, case)`` raises :class:`Violation` when the property fails on ``case``.
     ``claimed(entry)`` says whether the property is claimed (or always required); an unclaimed
     property is still run and recorded as ``unsupported`` or ``xpass``. ``applies(entry)`` False
-    means the check has nothing to say about the entry, and there is no cell. ``script`` is the
+    means the check has nothing to say about the entry, and there is no cell. ``dtype_claimed``
+    narrows the claim per dtype (for checks that also probe unclaimed dtypes). ``empty`` draws
+    cases with a zero-sized dim; ``layouts`` draws a memory layout for every tensor input. ``script`` is the
     plain-torch body of the replay script (names: ``fn``, ``ref``, ``args``, ``atol``, ``rtol``).
     Bump ``version`` whenever the check's verdicts can change.
     """
@@ -57,6 +59,8 @@ class Check:
     claim: str = ""
     applies: Callable[[Entry], bool] = always
     dtypes: Callable[[Entry], tuple[str, ...]] = numeric_dtypes
+    dtype_claimed: Callable[[Entry, str], bool] | None = None
     empty: bool = False
+    layouts: bool = False
     script: str = ""
     version: int = 1

@@ -36,7 +36,12 @@ class Subject:
     def args(self, case: Case, dtype: str | None = None, device: str | None = None) -> list:
         """Fresh arguments for ``case``: leaf tensors, ``requires_grad`` as the registry says."""
         dtype, device = dtype or self.dtype, device or self.device
-        return [_tensor(a, dtype, device) if isinstance(a, TensorArg) else a.value for a in case.args]
+        return [_tensor(a, dtype, device, case.layout(i)) if isinstance(a, TensorArg) else a.value
+                for i, a in enumerate(case.args)]
+
+    def contiguous_args(self, case: Case, dtype: str | None = None) -> list:
+        """Like :meth:`args`, ignoring any drawn layout."""
+        return self.args(Case(case.dims, case.args), dtype)
 
     def call(self, args: list):
         """The target on ``args``."""
@@ -51,11 +56,29 @@ class Subject:
         return TIGHT_FLOAT64 if tight and dtype == "float64" else DEFAULT_TOLERANCE[dtype]
 
 
-def _tensor(arg: TensorArg, dtype: str, device: str) -> torch.Tensor:
-    # torch.empty gives the standard contiguous strides even for empty shapes (numpy may not).
-    tensor = torch.empty(arg.values.shape, dtype=getattr(torch, arg.dtype or dtype), device=device)
-    tensor.copy_(torch.from_numpy(np.ascontiguousarray(arg.values)))
+def _tensor(arg: TensorArg, dtype: str, device: str, layout: str = "contiguous") -> torch.Tensor:
+    values = torch.from_numpy(np.ascontiguousarray(arg.values))
+    tensor = laid_out(values.shape, getattr(torch, arg.dtype or dtype), device, layout)
+    with torch.no_grad():
+        tensor.copy_(values)
     return tensor.requires_grad_(arg.requires_grad and tensor.is_floating_point())
+
+
+def laid_out(shape, dtype, device, layout: str) -> torch.Tensor:
+    """An uninitialised tensor of ``shape`` with the named memory layout (never stride 0)."""
+    shape = tuple(shape)
+    if layout == "transposed" and len(shape) >= 2:
+        return torch.empty(shape[::-1], dtype=dtype, device=device).permute(*reversed(range(len(shape))))
+    if layout == "strided" and shape:
+        return torch.empty(shape[:-1] + (2 * shape[-1],), dtype=dtype, device=device)[..., ::2]
+    if layout == "offset":
+        numel = int(np.prod(shape)) if shape else 1
+        flat = torch.empty(numel + 3, dtype=dtype, device=device)
+        return flat[3:].view(shape)
+    if layout == "channels_last" and len(shape) == 4:
+        return torch.empty(shape, dtype=dtype, device=device).contiguous(memory_format=torch.channels_last)
+    # torch.empty gives the standard contiguous strides even for empty shapes (numpy may not).
+    return torch.empty(shape, dtype=dtype, device=device)
 
 
 def grad_inputs(args: list) -> list[torch.Tensor]:

@@ -16,9 +16,10 @@ def listing(registry_path: str, patterns) -> int:
     checks = check_table(registry)
     for entry in select_entries(registry, patterns):
         keys = plan(entry, checks)
-        claimed = claims(entry, checks)
-        names = dict.fromkeys(k.check for k in keys)
-        shown = " ".join(f"{n}{'*' if claimed[n] else ''}" for n in names)
+        claimed = {}
+        for key, value in claims(entry, checks, keys).items():
+            claimed[key.check] = claimed.get(key.check, False) or value
+        shown = " ".join(f"{n}{'*' if c else ''}" for n, c in claimed.items())
         click.echo(f"{entry.name}  [{entry.kind}] {entry.target}  owner {', '.join(entry.owners)}  "
                    f"{len(keys)} cells: {shown}")
     click.echo("(* claimed or always required; the rest run as probes: unsupported or xpass)")

@@ -72,7 +72,7 @@ def _search(check, subject, examples: int):
     from audit.engine.explore import explore
     from audit.inputs.strategies import cases
 
-    found = explore(lambda case: check.run(subject, case), cases(subject.entry, empty=check.empty),
+    found = explore(lambda case: check.run(subject, case), cases(subject.entry, empty=check.empty, layouts=check.layouts),
                     examples=examples, seed_value=subject.seed)
     return None if found.held else found.case
 

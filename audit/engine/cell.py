@@ -27,7 +27,7 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
 
     examples = options.examples if claimed else options.unclaimed_examples
     try:
-        found = explore(prop, cases(entry, empty=check.empty), examples=examples, seed_value=seed, shrink=claimed)
+        found = explore(prop, cases(entry, empty=check.empty, layouts=check.layouts), examples=examples, seed_value=seed, shrink=claimed)
     except SystemExit as exc:
         return Outcome(key, ERRORED, f"the target called sys.exit({exc.code!r})")
     if found.skipped:

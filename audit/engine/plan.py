@@ -28,6 +28,11 @@ def _selected(entry: Entry, name: str) -> bool:
     return name in CHECK_NAMES or name in entry.checks
 
 
-def claims(entry: Entry, checks: dict) -> dict[str, bool]:
-    """Whether each check is claimed (or always required) for ``entry``."""
-    return {name: bool(check.claimed(entry)) for name, check in checks.items()}
+def claims(entry: Entry, checks: dict, keys) -> dict[CellKey, bool]:
+    """Whether each cell's property is claimed (or always required) for ``entry``."""
+    return {key: claimed(entry, checks[key.check], key) for key in keys}
+
+
+def claimed(entry: Entry, check, key: CellKey) -> bool:
+    """The check's claim, narrowed to the cell's dtype where the check probes unclaimed dtypes."""
+    return bool(check.claimed(entry)) and (check.dtype_claimed is None or check.dtype_claimed(entry, key.dtype))

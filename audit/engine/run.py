@@ -62,8 +62,8 @@ def run(registry: Registry, entries: list[Entry], checks: dict, options: RunOpti
 
 
 def _job(entry: Entry, checks: dict, options: RunOptions, only, devices) -> dict:
-    return {"entry": entry, "cells": plan(entry, checks, only=only, devices=devices),
-            "claimed": claims(entry, checks), "options": options}
+    keys = plan(entry, checks, only=only, devices=devices)
+    return {"entry": entry, "cells": keys, "claimed": claims(entry, checks, keys), "options": options}
 
 
 def _dispatch(job, kind, payload, ctx, results, on_event) -> None:
@@ -82,7 +82,7 @@ def _dispatch(job, kind, payload, ctx, results, on_event) -> None:
 
 def _judge(entry: Entry, job: dict, outcome, ctx) -> Cell:
     check = ctx["checks"][outcome.key.check]
-    return judge(entry, outcome, claimed=job["claimed"][outcome.key.check], claim=check.claim, today=today(),
+    return judge(entry, outcome, claimed=job["claimed"][outcome.key], claim=check.claim, today=today(),
                  repro=repro_command(entry.name, outcome.key, ctx["seed"], ctx["registry"]))
 
 

@@ -29,11 +29,39 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append(_target_line("ref", entry.reference, "callable") if entry.reference else "ref = None")
     lines.append(f"dtype, device = torch.{dtype}, {device!r}")
     lines.append(f"atol, rtol = {tolerance.atol!r}, {tolerance.rtol!r}")
+    if case.layouts:
+        lines.append(LAYOUT_HELPER)
     lines.append("args = [")
-    lines += [f"    {_arg(a)}," for a in case.args]
+    lines += [f"    {_laid_out(_arg(a), case.layout(i))}," for i, a in enumerate(case.args)]
     lines.append("]")
     lines.append(check.script or "print(fn(*args))")
     return "\n".join(lines) + "\n"
+
+
+LAYOUT_HELPER = '''\
+def laid_out(x, layout):
+    """The same values in a non-contiguous memory layout, as the audit drew it."""
+    grad = x.requires_grad
+    x = x.detach()
+    if layout == "transposed":
+        dims = list(reversed(range(x.dim())))
+        y = x.permute(*dims).contiguous().permute(*dims)
+    elif layout == "strided":
+        y = torch.empty(x.shape[:-1] + (2 * x.shape[-1],), dtype=x.dtype, device=x.device)[..., ::2]
+        y.copy_(x)
+    elif layout == "offset":
+        y = torch.empty(x.numel() + 3, dtype=x.dtype, device=x.device)[3:].view(x.shape)
+        y.copy_(x)
+    elif layout == "channels_last":
+        y = x.contiguous(memory_format=torch.channels_last)
+    else:
+        y = x
+    return y.requires_grad_(grad)
+'''
+
+
+def _laid_out(expression: str, layout: str) -> str:
+    return expression if layout == "contiguous" else f"laid_out({expression}, {layout!r})"
 
 
 def _comment(message: str) -> str:

@@ -75,7 +75,7 @@ def _job(job, outbox: Connection) -> None:
         check = checks[key.check]
         on_example = lambda case: outbox.send(("example", case.describe()))  # noqa: E731
         try:
-            outcome = run_cell(entry, target, check, key, options, job["claimed"][key.check], on_example)
+            outcome = run_cell(entry, target, check, key, options, job["claimed"][key], on_example)
         except MemoryError as exc:
             outcome = error_outcome(key, f"out of memory: over the worker's cap of {options.max_memory >> 20} MiB "
                                          f"(raise it with --max-memory): {exc}")

@@ -38,21 +38,34 @@ class Case:
 
     dims: tuple[tuple[str, int], ...]
     args: tuple
+    layouts: tuple = ()
 
     def to_json(self) -> dict:
         """A JSON-ready form that :meth:`from_json` reads back exactly."""
-        return {"dims": dict(self.dims), "args": [a.to_json() for a in self.args]}
+        data = {"dims": dict(self.dims), "args": [a.to_json() for a in self.args]}
+        if self.layouts:
+            data["layouts"] = list(self.layouts)
+        return data
 
     @staticmethod
     def from_json(data: dict) -> "Case":
         """The inverse of :meth:`to_json`."""
-        return Case(dims=tuple(data["dims"].items()), args=tuple(_arg(a) for a in data["args"]))
+        return Case(dims=tuple(data["dims"].items()), args=tuple(_arg(a) for a in data["args"]),
+                    layouts=tuple(data.get("layouts", ())))
+
+    def layout(self, index: int) -> str:
+        """The memory layout of argument ``index`` (``contiguous`` unless one was drawn)."""
+        return self.layouts[index] if self.layouts and self.layouts[index] else "contiguous"
+
+    def _layout_note(self, index: int) -> str:
+        layout = self.layout(index)
+        return "" if layout == "contiguous" else f" {layout}"
 
     def describe(self) -> str:
         """A one-line summary: dims and argument shapes."""
         dims = ", ".join(f"{k}={v}" for k, v in self.dims)
-        shapes = ", ".join(f"[{', '.join(map(str, a.values.shape))}]" if isinstance(a, TensorArg)
-                           else repr(a.value) for a in self.args)
+        shapes = ", ".join(f"[{', '.join(map(str, a.values.shape))}]{self._layout_note(i)}"
+                           if isinstance(a, TensorArg) else repr(a.value) for i, a in enumerate(self.args))
         return f"({shapes})" + (f" with {dims}" if dims else "")
 
 

@@ -14,19 +14,32 @@ from audit.registry.model import FLOAT_DTYPES, Entry, TensorSpec
 KINK_MARGIN = 0.01
 
 
-def cases(entry: Entry, *, empty: bool = False) -> st.SearchStrategy[Case]:
-    """Cases for ``entry``; with ``empty``, one dim that may be 0 is 0."""
-    return _case(entry, empty)
+#: Non-contiguous layouts, simplest first (shrinking prefers the earlier ones).
+LAYOUTS = ("transposed", "strided", "offset", "channels_last")
+
+
+def cases(entry: Entry, *, empty: bool = False, layouts: bool = False) -> st.SearchStrategy[Case]:
+    """Cases for ``entry``; with ``empty``, one dim that may be 0 is 0; with ``layouts``, every tensor
+    argument gets a non-contiguous layout (transposed, step-sliced, storage offset, channels_last)."""
+    return _case(entry, empty, layouts)
+
+
+def layouts_for(ndim: int) -> tuple[str, ...]:
+    """The layouts a tensor of ``ndim`` dims can take."""
+    return tuple(name for name in LAYOUTS if (name != "transposed" or ndim >= 2)
+                 and (name != "channels_last" or ndim == 4) and (name != "strided" or ndim >= 1))
 
 
 @st.composite
-def _case(draw, entry: Entry, empty: bool) -> Case:
+def _case(draw, entry: Entry, empty: bool, layouts: bool = False) -> Case:
     sizes = {name: draw(st.integers(*entry.dim_range(name))) for name in entry.symbols}
     zeroable = [name for name in entry.symbols if entry.dim_range(name)[0] == 0]
     if empty and zeroable:
         sizes[draw(st.sampled_from(zeroable))] = 0
     args = tuple(_arg(draw, spec, sizes) for spec in entry.inputs)
-    return Case(dims=tuple(sizes.items()), args=args)
+    drawn = tuple(draw(st.sampled_from(layouts_for(a.values.ndim))) if isinstance(a, TensorArg) else None
+                  for a in args) if layouts else ()
+    return Case(dims=tuple(sizes.items()), args=args, layouts=drawn)
 
 
 def _arg(draw, spec, sizes: dict):

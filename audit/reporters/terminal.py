@@ -10,6 +10,9 @@ from rich.text import Text
 
 from audit.reporters.common import columns, failure_line, group, headline, problems, row_label, rows, worst
 
+SYMBOL = {"pass": "✓", "fail": "✗ FAIL", "error": "! ERROR", "unsupported": "–", "waived": "w", "xpass": "+",
+          "skip": "s"}
+LEGEND = "✓ pass  ✗ fail  ! error  – unsupported  w waived  + xpass  s skip  · no cell"
 STYLE = {"pass": "green", "fail": "bold red", "error": "bold magenta", "unsupported": "dim",
          "waived": "yellow", "xpass": "cyan", "skip": "blue"}
 
@@ -19,6 +22,7 @@ def render(matrix: dict, *, color: bool = False, width: int = 120) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False)
     console.print(_table(matrix))
+    console.print(Text(LEGEND, style="dim"))
     for entry, cell in problems(matrix):
         console.print(Text(failure_line(entry, cell), style=STYLE[cell["status"]]), soft_wrap=True)
     verdict_style = "bold green" if matrix["verdict"] == "pass" else "bold red"
@@ -30,12 +34,10 @@ def _table(matrix: dict) -> Table:
     names = columns(matrix)
     table = Table(title="validation matrix", show_lines=False)
     table.add_column("entry", no_wrap=True)
-    table.add_column("owner")
     for name in names:
-        table.add_column(name, no_wrap=True)
+        table.add_column(name.replace("_", " "), justify="center", overflow="fold")
     for entry, device in rows(matrix):
-        table.add_row(row_label(entry, device), ", ".join(entry["owner"]),
-                      *[_cell(group(entry, n, device)) for n in names])
+        table.add_row(row_label(entry, device), *[_cell(group(entry, n, device)) for n in names])
     return table
 
 
@@ -43,4 +45,4 @@ def _cell(cells: list[dict]) -> Text:
     status = worst(cells)
     if status is None:
         return Text("·", style="dim")
-    return Text(status.value, style=STYLE[status.value])
+    return Text(SYMBOL[status.value], style=STYLE[status.value])

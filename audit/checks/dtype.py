@@ -1,0 +1,65 @@
+"""``dtype``: in each dtype, forward and backward run, dtypes follow the input, values track float64."""
+
+from __future__ import annotations
+
+from audit.checks.interface import Check, Violation
+from audit.checks.subject import grad_inputs
+from audit.checks.tensors import compare_all, vjp
+
+PROBES = ("float16", "bfloat16")
+
+
+def dtypes(entry) -> tuple[str, ...]:
+    """Every claimed dtype, plus the low-precision probes."""
+    return tuple(dict.fromkeys(entry.supports.dtypes + PROBES))
+
+
+def run(subject, case) -> None:
+    """Outputs and gradients in the input's dtype, close to float64 on the same (rounded) inputs."""
+    args = subject.args(case)
+    outputs, grads = vjp(subject.target.fn, args, grad_inputs(args), subject.seed)
+    _dtypes("output", outputs, subject.dtype, floating_only=True)
+    _dtypes("gradient of input", grads, subject.dtype)
+    wide = [a.detach().double().requires_grad_(a.requires_grad) if _floating(a) else a for a in args]
+    baseline_fn = subject.target.reference if subject.dtype == "float64" and subject.target.reference else subject.target.fn
+    expected, expected_grads = vjp(baseline_fn, wide, grad_inputs(wide), subject.seed)
+    tight = subject.dtype == "float64"
+    against = "the reference" if baseline_fn is not subject.target.fn else "float64"
+    try:
+        compare_all("output", outputs, expected, subject.tolerance(tight=tight))
+        compare_all("gradient of input", grads, expected_grads, subject.tolerance(tight=tight))
+    except Violation as exc:
+        raise Violation(f"{exc} (in {subject.dtype}, against {against})") from None
+
+
+def _floating(value) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def _dtypes(label, tensors, dtype: str, floating_only: bool = False) -> None:
+    for i, t in enumerate(tensors):
+        if floating_only and not t.is_floating_point():
+            continue
+        if str(t.dtype) != f"torch.{dtype}":
+            raise Violation(f"{label} {i} is {str(t.dtype).replace('torch.', '')} for {dtype} inputs: "
+                            f"expected {dtype} (compute in the input's dtype, or cast back before returning)")
+
+
+CHECK = Check(
+    name="dtype",
+    contract="in each claimed dtype (and, as unclaimed probes, float16 and bfloat16), forward and backward "
+             "run, outputs and gradients come back in the input's dtype, and values and gradients are close "
+             "to float64 on the same inputs (torch.testing's tolerance for the dtype; in float64, to the "
+             "reference at tight tolerance)",
+    run=run,
+    dtypes=dtypes,
+    dtype_claimed=lambda entry, dtype: dtype in entry.supports.dtypes,
+    claim="supports.dtypes",
+    script="""\
+out = fn(*args)
+outs = out if isinstance(out, (tuple, list)) else (out,)
+print([o.dtype for o in outs])
+""",
+)

@@ -1,0 +1,73 @@
+"""``noncontiguous``: non-contiguous inputs and grad_outputs give the contiguous results."""
+
+from __future__ import annotations
+
+import torch
+
+from audit.checks.interface import Check, Violation
+from audit.checks.subject import grad_inputs, laid_out
+from audit.checks.tensors import compare_all, differentiable, grad_outputs, outputs_of, vjp
+
+
+def run(subject, case) -> None:
+    """Drawn layouts for every input; then transposed, strided and expanded grad_outputs."""
+    dense = subject.contiguous_args(case)
+    expected, expected_grads = vjp(subject.target.fn, dense, grad_inputs(dense), subject.seed)
+    args = subject.args(case)
+    layouts = ", ".join(f"input {i} {case.layout(i)}" for i, a in enumerate(args) if isinstance(a, torch.Tensor))
+    outputs, grads = vjp(subject.target.fn, args, grad_inputs(args), subject.seed)
+    try:
+        compare_all("output", outputs, expected, subject.tolerance())
+        compare_all("gradient of input", grads, expected_grads, subject.tolerance())
+    except Violation as exc:
+        raise Violation(f"{exc} with non-contiguous inputs ({layouts}) vs contiguous ones") from None
+    for layout in ("transposed", "strided", "expanded"):
+        _grad_output_layout(subject, case, layout)
+
+
+def _grad_output_layout(subject, case, layout: str) -> None:
+    args = subject.contiguous_args(case)
+    inputs = grad_inputs(args)
+    outputs = differentiable(outputs_of(subject.target.fn(*args)))
+    dense = grad_outputs(outputs, subject.seed)
+    if layout == "expanded":  # stride 0: one value broadcast, as after a sum or a mean
+        dense = [g.reshape(-1)[:1].expand(g.shape) if g.numel() else g for g in dense]
+        given = dense
+        dense = [g.contiguous() for g in dense]
+    else:
+        given = [_copy(g, layout) for g in dense]
+    expected = torch.autograd.grad(outputs, inputs, dense, retain_graph=True, allow_unused=True)
+    try:
+        got = torch.autograd.grad(outputs, inputs, given, allow_unused=True)
+    except RuntimeError as exc:
+        raise Violation(f"backward raised with {layout} grad_outputs: {str(exc).splitlines()[0]}") from None
+    zeros = [torch.zeros_like(x) for x in inputs]
+    try:
+        compare_all("gradient of input", [g if g is not None else z for g, z in zip(got, zeros)],
+                    [g if g is not None else z for g, z in zip(expected, zeros)], subject.tolerance())
+    except Violation as exc:
+        raise Violation(f"{exc} with {layout} grad_outputs vs contiguous ones (a backward that assumes a "
+                        "dense gradient layout)") from None
+
+
+def _copy(g: torch.Tensor, layout: str) -> torch.Tensor:
+    out = laid_out(g.shape, g.dtype, g.device, layout if g.dim() >= (2 if layout == "transposed" else 1) else "offset")
+    return out.copy_(g)
+
+
+CHECK = Check(
+    name="noncontiguous",
+    contract="every tensor input given transposed, step-sliced, with a storage offset or channels_last "
+             "(drawn) gives the outputs and gradients of the contiguous input; non-contiguous and "
+             "expanded (stride-0) grad_outputs give the gradients of dense ones; claimed through "
+             "supports.noncontiguous (default true)",
+    run=run,
+    claimed=lambda entry: entry.supports.noncontiguous,
+    claim="supports.noncontiguous",
+    layouts=True,
+    script="""\
+dense = [a.detach().contiguous().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a in args]
+print("non-contiguous:", fn(*args))
+print("contiguous:    ", fn(*dense))
+""",
+)

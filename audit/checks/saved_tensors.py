@@ -1,0 +1,71 @@
+"""``saved_tensors``: a tensor modified after forward is either caught by autograd or irrelevant."""
+
+from __future__ import annotations
+
+import torch
+
+from audit.checks.interface import Check, Violation
+from audit.checks.tensors import compare_all, differentiable, grad_outputs, outputs_of
+
+ACCEPTED = ("modified by an inplace operation", "is a view and is being modified inplace",
+            "has been modified inplace", "a leaf Variable that requires grad")
+
+
+def run(subject, case) -> None:
+    """Modify each input, then each output, in place after forward; backward must raise or not change."""
+    baseline = _gradients(subject, case, None)
+    if baseline is None:
+        return
+    tensors = sum(isinstance(a, torch.Tensor) and a.is_floating_point() for a in subject.args(case))
+    targets = [("input", i) for i in range(tensors)] + [("output", k) for k in range(len(baseline[1]))]
+    for target in targets:
+        got = _gradients(subject, case, target)
+        if got is None:
+            continue
+        try:
+            compare_all("gradient of input", got[0], baseline[0], subject.tolerance())
+        except Violation as exc:
+            raise Violation(f"after {target[0]} {target[1]} was modified in place between forward and backward, "
+                            f"backward silently returned a different gradient: {exc}. The Function keeps that "
+                            "tensor outside save_for_backward (e.g. ctx.x = x), bypassing autograd's version "
+                            "counters; save it with ctx.save_for_backward") from None
+
+
+def _gradients(subject, case, target):
+    """Gradients w.r.t. the leaves, after modifying ``target`` in place (None: autograd refused, fine)."""
+    leaves = subject.args(case)
+    args = [a.clone() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in leaves]
+    floating = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    inputs = [a for a in leaves if isinstance(a, torch.Tensor) and a.requires_grad]
+    outputs = differentiable(outputs_of(subject.target.fn(*args)))
+    if not inputs or not outputs:
+        return None
+    try:
+        if target is not None:
+            victim = floating[target[1]] if target[0] == "input" else outputs[target[1]]
+            if victim.numel() == 0:
+                return None
+            with torch.no_grad():
+                victim.mul_(2).add_(0.5)
+        grads = torch.autograd.grad(outputs, inputs, grad_outputs(outputs, subject.seed), allow_unused=True)
+    except RuntimeError as exc:
+        if any(words in str(exc) for words in ACCEPTED):
+            return None
+        raise
+    return [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)], outputs
+
+
+CHECK = Check(
+    name="saved_tensors",
+    contract="after forward, modifying any input or output in place either makes backward raise autograd's "
+             "'modified by an inplace operation' error or leaves the gradient unchanged; a silently "
+             "different gradient means a tensor kept outside save_for_backward",
+    run=run,
+    script="""\
+xs = [a.clone() if torch.is_tensor(a) and a.is_floating_point() else a for a in args]
+out = fn(*xs)
+with torch.no_grad():
+    xs[0].mul_(2).add_(0.5)
+print(torch.autograd.grad(out, [a for a in args if torch.is_tensor(a) and a.requires_grad], torch.ones_like(out)))
+""",
+)
