@@ -16,6 +16,8 @@ def run(subject, case) -> None:
     before = [(a.detach().clone(), a._version) if isinstance(a, torch.Tensor) else None for a in args]
     result = subject.target.fn(*args)
     outputs = outputs_of(result)
+    if entry.kind == "op":
+        _against_schema(entry, subject.target.obj, args, before)
     _mutations(entry, args, before, kind=entry.kind)
     _aliases(entry, args, outputs)
     _backward(subject, leaves, outputs)
@@ -40,6 +42,29 @@ def _mutations(entry, args, before, kind: str) -> None:
         if i in entry.mutates and kind == "function" and arg.requires_grad and _is_clone(arg):
             raise Violation(f"forward modified input {i} in place without ctx.mark_dirty({'x'}): gradients "
                             "through it will be silently wrong; call ctx.mark_dirty on the modified input")
+
+
+def schema_mutable(op) -> set[int] | None:
+    """Positions of the arguments an operator's schema marks as written (``Tensor(a!)``)."""
+    overload = getattr(op, "default", op)
+    schema = getattr(overload, "_schema", None)
+    if schema is None:
+        return None
+    return {i for i, a in enumerate(schema.arguments) if a.alias_info is not None and a.alias_info.is_write}
+
+
+def _against_schema(entry, op, args, before) -> None:
+    mutable = schema_mutable(op)
+    if mutable is None:
+        return
+    name = entry.target
+    if mutable != set(entry.mutates):
+        raise Violation(f"the schema of {name} marks arguments {sorted(mutable)} as mutable, but the registry's "
+                        f"mutates says {sorted(entry.mutates)}: make them agree")
+    for i, (arg, saved) in enumerate(zip(args, before)):
+        if saved is not None and i not in mutable and _changed(arg, saved):
+            raise Violation(f"{name} modified argument {i} in place, but its schema does not mark it mutable: "
+                            "add it to mutates_args (Tensor(a!) in the schema)")
 
 
 def _is_clone(arg: torch.Tensor) -> bool:

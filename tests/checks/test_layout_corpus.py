@@ -96,3 +96,20 @@ def test_device_cuda_matches_cpu(tmp_path):
     found = run_cell(subject, resolve(subject, ROOT), builtin()["device"], CellKey("device", "float64", "cuda"),
                      RunOptions(base=str(ROOT)), True)
     assert found.verdict == HELD, found.message
+
+
+OPS = {"kind": "op", "load": ["tests.fixtures.ops"]}
+
+
+def test_op_schema_and_registry_must_agree_on_mutation(tmp_path):
+    spec = {**OPS, "target": "audit_tests::scale_into", "inputs": [{"shape": ["N"]}, {"shape": ["N"], "requires_grad": False}]}
+    found = observe(entry(tmp_path, **spec), "alias")
+    assert found.verdict == VIOLATED and "marks arguments [1] as mutable" in found.message
+    assert observe(entry(tmp_path, mutates=[1], **spec), "alias").verdict == HELD
+
+
+def test_op_that_writes_an_argument_its_schema_calls_immutable_fails(tmp_path):
+    spec = {**OPS, "inputs": [{"shape": ["N"], "requires_grad": False}]}
+    found = observe(entry(tmp_path, target="audit_tests::sneaky_scale", **spec), "alias")
+    assert found.verdict == VIOLATED and "its schema does not mark it mutable" in found.message
+    assert observe(entry(tmp_path, target="audit_tests::double", **spec), "alias").verdict == HELD
