@@ -40,7 +40,7 @@ def _mutations(entry, args, before, kind: str) -> None:
         if i in entry.mutates and not changed:
             raise Violation(f"input {i} is declared in mutates but forward left it unchanged")
         if i in entry.mutates and kind == "function" and arg.requires_grad and _is_clone(arg):
-            raise Violation(f"forward modified input {i} in place without ctx.mark_dirty({'x'}): gradients "
+            raise Violation(f"forward modified input {i} in place without ctx.mark_dirty: gradients "
                             "through it will be silently wrong; call ctx.mark_dirty on the modified input")
 
 

@@ -6,7 +6,7 @@ import torch
 
 from audit.checks.interface import Check, Violation
 from audit.checks.subject import grad_inputs, laid_out
-from audit.checks.tensors import compare_all, differentiable, grad_outputs, outputs_of, vjp
+from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of, vjp
 
 
 def run(subject, case) -> None:
@@ -41,10 +41,8 @@ def _grad_output_layout(subject, case, layout: str) -> None:
         got = torch.autograd.grad(outputs, inputs, given, allow_unused=True)
     except RuntimeError as exc:
         raise Violation(f"backward raised with {layout} grad_outputs: {str(exc).splitlines()[0]}") from None
-    zeros = [torch.zeros_like(x) for x in inputs]
     try:
-        compare_all("gradient of input", [g if g is not None else z for g, z in zip(got, zeros)],
-                    [g if g is not None else z for g, z in zip(expected, zeros)], subject.tolerance())
+        compare_all("gradient of input", filled(got, inputs), filled(expected, inputs), subject.tolerance())
     except Violation as exc:
         raise Violation(f"{exc} with {layout} grad_outputs vs contiguous ones (a backward that assumes a "
                         "dense gradient layout)") from None

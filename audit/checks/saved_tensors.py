@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from audit.checks.interface import Check, Violation
-from audit.checks.tensors import compare_all, differentiable, grad_outputs, outputs_of
+from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of
 
 ACCEPTED = ("modified by an inplace operation", "is a view and is being modified inplace",
             "has been modified inplace", "a leaf Variable that requires grad")
@@ -52,7 +52,7 @@ def _gradients(subject, case, target):
         if any(words in str(exc) for words in ACCEPTED):
             return None
         raise
-    return [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)], outputs
+    return filled(grads, inputs), outputs
 
 
 CHECK = Check(

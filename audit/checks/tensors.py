@@ -36,7 +36,12 @@ def vjp(fn, args, inputs, seed: int = 0, *, create_graph: bool = False):
         raise Violation("returned no differentiable output: nothing carries a gradient back")
     cotangents = grad_outputs(outputs, seed)
     grads = torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True, create_graph=create_graph)
-    return outputs, [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
+    return outputs, filled(grads, inputs)
+
+
+def filled(grads, inputs) -> list[torch.Tensor]:
+    """Gradients with each ``None`` (input unused) replaced by zeros of the input's shape."""
+    return [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
 
 
 def mismatch(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> str | None:

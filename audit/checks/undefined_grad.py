@@ -6,7 +6,7 @@ import torch
 
 from audit.checks.interface import Check, Violation
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, differentiable, grad_outputs, outputs_of
+from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of
 
 
 def run(subject, case) -> None:
@@ -23,7 +23,7 @@ def run(subject, case) -> None:
         masked = [c if j == k else torch.zeros_like(c) for j, c in enumerate(cotangents)]
         full = torch.autograd.grad(outputs, inputs, masked, retain_graph=True, allow_unused=True)
         compare_all(f"backward through output {k} alone: gradient of input",
-                    _zeros(alone, inputs), _zeros(full, inputs), subject.tolerance())
+                    filled(alone, inputs), filled(full, inputs), subject.tolerance())
 
 
 def _grads(call, k: int, count: int):
@@ -33,10 +33,6 @@ def _grads(call, k: int, count: int):
         raise Violation(f"backward through output {k} alone (the other {count - 1} output gradient(s) "
                         f"undefined, i.e. None in backward) raised {type(exc).__name__}: {exc}; "
                         "handle None grad_outputs, or call ctx.set_materialize_grads(True)") from None
-
-
-def _zeros(grads, inputs):
-    return [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
 
 
 CHECK = Check(

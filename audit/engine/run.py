@@ -71,10 +71,12 @@ def _dispatch(job, kind, payload, ctx, results, on_event) -> None:
     if kind == "begin":
         on_event(Event("entry_start", entry, done=ctx["done"], total=ctx["total"]))
     elif kind == "outcome":
-        on_event(Event("cell", entry, cell=_judge(entry, job, payload, ctx)))
+        cell = _judge(entry, job, payload, ctx)
+        ctx.setdefault("judged", {}).setdefault(entry.name, []).append(cell)
+        on_event(Event("cell", entry, cell=cell))
     elif kind == "end":
         ctx["done"] += 1
-        cells = sorted((_judge(entry, job, o, ctx) for o in payload.outcomes), key=_order(ctx["checks"]))
+        cells = sorted(ctx.get("judged", {}).get(entry.name, []), key=_order(ctx["checks"]))
         result = EntryResult(entry, payload.digest, tuple(cells), payload.target_error)
         results[entry.name] = result
         on_event(Event("entry_end", entry, result=result, done=ctx["done"], total=ctx["total"]))

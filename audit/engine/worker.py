@@ -6,7 +6,6 @@ blow-up here is the parent's to notice; the worker only reports what it starts a
 
 from __future__ import annotations
 
-import os
 import platform
 import resource
 import sys

@@ -11,14 +11,13 @@ import yaml
 from audit.errors import Problem, RegistryError
 from audit.registry import schema as schema_mod
 from audit.registry.build import build_entry
+from audit.registry.model import Registry
 from audit.registry.semantics import entry_problems, registry_problems
 from audit.registry.yamltree import Located, dotted, parse
 
 
-def load_registry(path: str | Path) -> "Registry":
+def load_registry(path: str | Path) -> Registry:
     """Load and validate a registry; raises :class:`RegistryError` listing every problem."""
-    from audit.registry.model import Registry
-
     path = Path(path)
     raw = _read(path)
     located = _parse(raw, path)
