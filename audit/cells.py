@@ -24,10 +24,11 @@ class Cell:
     repro: str = ""
     case: dict | None = None
     expected: bool = False
+    metrics: dict = field(default_factory=dict)
     script: str | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict:
-        """The contract's cell object (``case`` and ``expected`` only when set)."""
+        """The contract's cell object (``case``, ``expected`` and ``metrics`` only when set)."""
         data = {"check": self.check, "dtype": self.dtype, "device": self.device, "status": self.status.value,
                 "claimed": self.claimed, "examples": self.examples, "seconds": round(self.seconds, 3),
                 "message": self.message, "repro": self.repro}
@@ -35,6 +36,8 @@ class Cell:
             data["case"] = self.case
         if self.expected:
             data["expected"] = True
+        if self.metrics:
+            data["metrics"] = self.metrics
         return data
 
     @staticmethod
@@ -43,7 +46,8 @@ class Cell:
         return Cell(check=data["check"], dtype=data["dtype"], device=data["device"],
                     status=Status(data["status"]), claimed=data["claimed"], examples=data.get("examples", 0),
                     seconds=data.get("seconds", 0.0), message=data.get("message", ""),
-                    repro=data.get("repro", ""), case=data.get("case"), expected=data.get("expected", False))
+                    repro=data.get("repro", ""), case=data.get("case"), expected=data.get("expected", False),
+                    metrics=data.get("metrics", {}))
 
 
 def judge(entry: Entry, outcome: Outcome, *, claimed: bool, claim: str, today: str, repro: str) -> Cell:
@@ -52,7 +56,7 @@ def judge(entry: Entry, outcome: Outcome, *, claimed: bool, claim: str, today: s
     status, message, expected = _status(entry, outcome, claimed, claim, today)
     return Cell(check=key.check, dtype=key.dtype, device=key.device, status=status, claimed=claimed,
                 examples=outcome.examples, seconds=outcome.seconds, message=message, repro=repro,
-                case=outcome.case, expected=expected, script=outcome.script)
+                case=outcome.case, expected=expected, metrics=dict(outcome.details), script=outcome.script)
 
 
 def _status(entry: Entry, outcome: Outcome, claimed: bool, claim: str, today: str):

@@ -10,6 +10,10 @@ from audit import __version__
 from audit.contract import Exit
 from audit.errors import AuditError, RegistryError
 
+COMPILE_BACKEND = click.option("--compile-backend", default="aot_eager", show_default=True,
+                               type=click.Choice(["aot_eager", "inductor", "eager"]),
+                               help="torch.compile backend of the compile check (aot_eager: Dynamo and "
+                                    "AOTAutograd, fast; inductor: the real code generator, slow to compile).")
 REGISTRY = click.option("--registry", "registry", default="registry.yaml", show_default=True,
                         type=click.Path(dir_okay=False), help="The registry file.")
 
@@ -34,6 +38,7 @@ def cli() -> None:
 @click.option("--timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds per check before the worker is killed.")
 @click.option("--max-memory", default="8G", show_default=True, help="Memory cap per worker (e.g. 512M, 4G; 0: none).")
+@COMPILE_BACKEND
 @click.option("--strict", is_flag=True, help="skip and xpass cells fail the gate too.")
 @click.option("--progress", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="A progress bar on a terminal (auto), a line per entry otherwise.")
@@ -73,6 +78,7 @@ def list_command(registry: str, select) -> None:
 @click.option("--examples", default=20, show_default=True, type=click.IntRange(1))
 @click.option("--matrix", default="reports/matrix.json", show_default=True, type=click.Path(dir_okay=False),
               help="Replay the shrunk case stored here when it matches; else search again.")
+@COMPILE_BACKEND
 def repro_command(**options) -> None:
     """Re-run one cell's shrunk failing case and print its inputs and the mismatch."""
     from audit.commands.repro import repro

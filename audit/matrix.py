@@ -37,11 +37,12 @@ def _entry(result) -> dict:
 
 
 def environment(workers: dict, registry, seed: int) -> dict:
-    """The fingerprint: torch, Python, platform, CUDA, devices, git commit, registry digest, seed."""
+    """The fingerprint: torch, Python, platform, CUDA, devices, git commit, registry digest, seed, and the
+    run settings that change verdicts (examples per claimed cell, compile backend)."""
     return {"torch": workers.get("torch"), "python": workers.get("python"), "cuda": workers.get("cuda"),
             "devices": workers.get("devices", ["cpu"]), "platform": workers.get("platform"),
             "git_commit": git_commit(Path(registry.path).parent), "registry_sha256": registry.sha256,
-            "seed": seed}
+            "seed": seed, "examples": workers.get("examples"), "compile_backend": workers.get("compile_backend")}
 
 
 def git_commit(folder: Path) -> str | None:

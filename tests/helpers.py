@@ -32,7 +32,8 @@ def observe(entry, check: str, dtype: str = "float64", *, examples: int = 20, se
 
 
 def matrix_without_timings(text: str) -> dict:
-    """A matrix with ``created`` and every ``seconds`` removed: what must be byte-identical."""
+    """A matrix with ``created`` and every timing (``seconds``, ``metrics.*_seconds``) removed: what must be
+    byte-identical."""
     import json
 
     matrix = json.loads(text)
@@ -40,4 +41,6 @@ def matrix_without_timings(text: str) -> dict:
     for e in matrix["entries"]:
         for c in e["cells"]:
             c.pop("seconds")
+            for name in [m for m in c.get("metrics", {}) if m.endswith("_seconds")]:
+                c["metrics"].pop(name)
     return matrix

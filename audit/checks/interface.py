@@ -47,7 +47,8 @@ class Check:
     property is still run and recorded as ``unsupported`` or ``xpass``. ``applies(entry)`` False
     means the check has nothing to say about the entry, and there is no cell. ``dtype_claimed``
     narrows the claim per dtype (for checks that also probe unclaimed dtypes). ``empty`` draws
-    cases with a zero-sized dim; ``layouts`` draws a memory layout for every tensor input. ``script`` is the
+    cases with a zero-sized dim; ``layouts`` draws a memory layout for every tensor input (``"mixed"``:
+    contiguous too); ``batched`` draws a vmap batch position per tensor input. ``script`` is the
     plain-torch body of the replay script (names: ``fn``, ``ref``, ``args``, ``atol``, ``rtol``).
     Bump ``version`` whenever the check's verdicts can change.
     """
@@ -61,6 +62,7 @@ class Check:
     dtypes: Callable[[Entry], tuple[str, ...]] = numeric_dtypes
     dtype_claimed: Callable[[Entry, str], bool] | None = None
     empty: bool = False
-    layouts: bool = False
+    layouts: bool | str = False
+    batched: bool = False
     script: str = ""
     version: int = 1

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from audit.engine.options import RunOptions
 from audit.engine.target import Target
 from audit.inputs.case import Case, TensorArg
 from audit.registry.model import Entry, Tolerance
@@ -25,13 +26,21 @@ TIGHT_FLOAT64 = Tolerance(atol=1e-10, rtol=1e-9)
 
 @dataclass(frozen=True)
 class Subject:
-    """An entry's target at a dtype and device; builds arguments and calls the target."""
+    """An entry's target at a dtype and device; builds arguments and calls the target.
+
+    One subject lives for one cell: ``state`` is the cell's scratch space (a check may keep what it
+    built once, such as a compiled function, across examples) and ``metrics`` what the check reports
+    beside its verdict (compile time, graph count); both start empty.
+    """
 
     entry: Entry
     target: Target
     dtype: str
     device: str
     seed: int = 0
+    options: RunOptions = field(default_factory=RunOptions)
+    state: dict = field(default_factory=dict, compare=False, repr=False)
+    metrics: dict = field(default_factory=dict, compare=False, repr=False)
 
     def args(self, case: Case, dtype: str | None = None, device: str | None = None) -> list:
         """Fresh arguments for ``case``: leaf tensors, ``requires_grad`` as the registry says."""

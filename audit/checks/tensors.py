@@ -39,6 +39,16 @@ def vjp(fn, args, inputs, seed: int = 0, *, create_graph: bool = False):
     return outputs, filled(grads, inputs)
 
 
+def gradients(outputs, args, seed: int) -> list[torch.Tensor]:
+    """Gradients of <differentiable outputs, random cotangents> for each argument that requires grad
+    (zeros where unused); empty when nothing is differentiable."""
+    inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    chosen = differentiable(outputs)
+    if not (inputs and chosen):
+        return []
+    return filled(torch.autograd.grad(chosen, inputs, grad_outputs(chosen, seed), allow_unused=True), inputs)
+
+
 def filled(grads, inputs) -> list[torch.Tensor]:
     """Gradients with each ``None`` (input unused) replaced by zeros of the input's shape."""
     return [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]

@@ -13,11 +13,11 @@ from audit.errors import UsageError
 from audit.registry.load import load_registry
 
 
-def repro(entry, check, registry, dtype, device, seed, examples, matrix) -> int:
+def repro(entry, check, registry, dtype, device, seed, examples, matrix, compile_backend="aot_eager") -> int:
     """Replay the stored case (or search again with the seed); exit 1 when the failure reproduces."""
     from audit.checks.interface import Violation
     from audit.checks.subject import Subject
-    from audit.engine.options import cell_seed
+    from audit.engine.options import RunOptions, cell_seed
     from audit.engine.target import resolve
 
     loaded = load_registry(registry)
@@ -27,7 +27,8 @@ def repro(entry, check, registry, dtype, device, seed, examples, matrix) -> int:
         raise UsageError(f"unknown check {check!r}; known: {', '.join(checks)}")
     dtype = dtype or checks[check].dtypes(chosen)[0]
     target = resolve(chosen, Path(loaded.path).resolve().parent)
-    subject = Subject(chosen, target, dtype, device, cell_seed(seed, entry, check, dtype, device))
+    subject = Subject(chosen, target, dtype, device, cell_seed(seed, entry, check, dtype, device),
+                      RunOptions(examples=examples, seed=seed, compile_backend=compile_backend))
     case = _stored_case(Path(matrix), entry, check, dtype, device, seed)
     if case is None:
         click.echo(f"no stored case for this cell in {matrix}; searching with seed {seed} ...")
@@ -70,9 +71,9 @@ def _stored_case(path: Path, entry, check, dtype, device, seed):
 
 def _search(check, subject, examples: int):
     from audit.engine.explore import explore
-    from audit.inputs.strategies import cases
+    from audit.inputs.strategies import for_check
 
-    found = explore(lambda case: check.run(subject, case), cases(subject.entry, empty=check.empty, layouts=check.layouts),
+    found = explore(lambda case: check.run(subject, case), for_check(subject.entry, check),
                     examples=examples, seed_value=subject.seed)
     return None if found.held else found.case
 

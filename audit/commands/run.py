@@ -17,7 +17,7 @@ from audit.reporters import markdown, terminal
 
 
 def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, max_memory, strict,
-        progress) -> int:
+        progress, compile_backend="aot_eager") -> int:
     """Audit the selected entries; write ``matrix.json``, ``matrix.md`` and replay scripts to ``out``."""
     from audit.engine.options import RunOptions
     from audit.engine.run import run as run_engine
@@ -28,7 +28,8 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
     table = check_table(loaded)
     only = select_checks(table, checks)
     options = RunOptions(examples=examples, seed=seed, timeout=timeout, max_memory=parse_size(max_memory),
-                         jobs=jobs, base=str(Path(registry).resolve().parent), checks_dir=str(checks_dir(loaded)))
+                         jobs=jobs, base=str(Path(registry).resolve().parent), checks_dir=str(checks_dir(loaded)),
+                         compile_backend=compile_backend)
     with make_progress(progress) as reporter:
         result = run_engine(loaded, entries, table, options, only=only, devices=set(devices) or None,
                             on_event=reporter)

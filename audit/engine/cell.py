@@ -9,7 +9,7 @@ from audit.engine.explore import explore
 from audit.engine.options import RunOptions, cell_seed
 from audit.engine.outcome import ERRORED, HELD, SKIPPED, VIOLATED, CellKey, Outcome
 from audit.engine.script import replay_script
-from audit.inputs.strategies import cases
+from audit.inputs.strategies import for_check
 
 
 def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example=None) -> Outcome:
@@ -18,7 +18,7 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
     if skip:
         return Outcome(key, SKIPPED, skip)
     seed = cell_seed(options.seed, entry.name, key.check, key.dtype, key.device)
-    subject = Subject(entry, target, key.dtype, key.device, seed)
+    subject = Subject(entry, target, key.dtype, key.device, seed, options)
 
     def prop(case):
         if on_example:
@@ -27,18 +27,19 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
 
     examples = options.examples if claimed else options.unclaimed_examples
     try:
-        found = explore(prop, cases(entry, empty=check.empty, layouts=check.layouts), examples=examples, seed_value=seed, shrink=claimed)
+        found = explore(prop, for_check(entry, check), examples=examples, seed_value=seed, shrink=claimed)
     except SystemExit as exc:
         return Outcome(key, ERRORED, f"the target called sys.exit({exc.code!r})")
+    metrics = dict(subject.metrics)
     if found.skipped:
-        return Outcome(key, SKIPPED, found.skipped, found.examples, found.seconds)
+        return Outcome(key, SKIPPED, found.skipped, found.examples, found.seconds, details=metrics)
     if found.held:
-        return Outcome(key, HELD, "", found.examples, found.seconds)
+        return Outcome(key, HELD, "", found.examples, found.seconds, details=metrics)
     script = replay_script(entry, check, found.case, dtype=key.dtype, device=key.device, seed=options.seed,
                            message=found.message, base=str(Path(options.base).resolve()),
                            tolerance=subject.tolerance(tight=True))
     return Outcome(key, VIOLATED, f"{found.message}; on {found.case.describe()}", found.examples,
-                   found.seconds, found.case.to_json(), script)
+                   found.seconds, found.case.to_json(), script, metrics)
 
 
 def _unavailable(device: str) -> str:

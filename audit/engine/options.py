@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How many examples, which seed, per-check timeout and per-worker memory cap."""
+    """How many examples, which seed, per-check timeout, per-worker memory cap, compile backend."""
 
     examples: int = 20
     seed: int = 0
@@ -17,6 +17,7 @@ class RunOptions:
     jobs: int = 1
     base: str = "."
     checks_dir: str | None = None
+    compile_backend: str = "aot_eager"
 
     @property
     def unclaimed_examples(self) -> int:

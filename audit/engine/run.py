@@ -51,12 +51,14 @@ def run(registry: Registry, entries: list[Entry], checks: dict, options: RunOpti
     jobs = [_job(entry, checks, options, only, devices) for entry in entries]
     jobs = [job for job in jobs if job["cells"]]
     results: dict[str, EntryResult] = {}
-    ctx = {"done": 0, "total": len(jobs), "registry": registry.path, "seed": options.seed, "checks": checks}
+    ctx = {"done": 0, "total": len(jobs), "registry": registry.path, "seed": options.seed, "checks": checks,
+           "backend": options.compile_backend}
 
     def on_message(job, kind, payload):
         _dispatch(job, kind, payload, ctx, results, on_event)
 
     environment = run_jobs(jobs, options, on_message) if jobs else {}
+    environment = {**environment, "examples": options.examples, "compile_backend": options.compile_backend}
     ordered = tuple(results[job["entry"].name] for job in jobs)
     return RunResult(entries=ordered, environment=environment)
 
@@ -85,7 +87,7 @@ def _dispatch(job, kind, payload, ctx, results, on_event) -> None:
 def _judge(entry: Entry, job: dict, outcome, ctx) -> Cell:
     check = ctx["checks"][outcome.key.check]
     return judge(entry, outcome, claimed=job["claimed"][outcome.key], claim=check.claim, today=today(),
-                 repro=repro_command(entry.name, outcome.key, ctx["seed"], ctx["registry"]))
+                 repro=repro_command(entry.name, outcome.key, ctx["seed"], ctx["registry"], ctx["backend"]))
 
 
 def _order(checks: dict):
@@ -93,9 +95,11 @@ def _order(checks: dict):
     return lambda cell: (names.index(cell.check), DTYPE_ORDER.index(cell.dtype), DEVICE_ORDER.index(cell.device))
 
 
-def repro_command(name: str, key, seed: int, registry: str) -> str:
+def repro_command(name: str, key, seed: int, registry: str, backend: str = "aot_eager") -> str:
     """The one command that replays a cell."""
     command = ["audit", "repro", name, key.check, "--dtype", key.dtype, "--device", key.device, "--seed", str(seed)]
+    if key.check == "compile" and backend != "aot_eager":
+        command += ["--compile-backend", backend]
     if Path(registry).name != "registry.yaml" or Path(registry).parent.resolve() != Path.cwd().resolve():
         command += ["--registry", registry]
     return shlex.join(command)

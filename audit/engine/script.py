@@ -34,6 +34,8 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append("args = [")
     lines += [f"    {_laid_out(_arg(a), case.layout(i))}," for i, a in enumerate(case.args)]
     lines.append("]")
+    if case.in_dims:
+        lines.append(f"in_dims = {list(case.in_dims)!r}  # vmap batch position per argument (None: unbatched)")
     lines.append(check.script or "print(fn(*args))")
     return "\n".join(lines) + "\n"
 

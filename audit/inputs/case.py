@@ -39,19 +39,22 @@ class Case:
     dims: tuple[tuple[str, int], ...]
     args: tuple
     layouts: tuple = ()
+    in_dims: tuple = ()
 
     def to_json(self) -> dict:
         """A JSON-ready form that :meth:`from_json` reads back exactly."""
         data = {"dims": dict(self.dims), "args": [a.to_json() for a in self.args]}
         if self.layouts:
             data["layouts"] = list(self.layouts)
+        if self.in_dims:
+            data["in_dims"] = list(self.in_dims)
         return data
 
     @staticmethod
     def from_json(data: dict) -> "Case":
         """The inverse of :meth:`to_json`."""
         return Case(dims=tuple(data["dims"].items()), args=tuple(_arg(a) for a in data["args"]),
-                    layouts=tuple(data.get("layouts", ())))
+                    layouts=tuple(data.get("layouts", ())), in_dims=tuple(data.get("in_dims", ())))
 
     def layout(self, index: int) -> str:
         """The memory layout of argument ``index`` (``contiguous`` unless one was drawn)."""
@@ -66,7 +69,8 @@ class Case:
         dims = ", ".join(f"{k}={v}" for k, v in self.dims)
         shapes = ", ".join(f"[{', '.join(map(str, a.values.shape))}]{self._layout_note(i)}"
                            if isinstance(a, TensorArg) else repr(a.value) for i, a in enumerate(self.args))
-        return f"({shapes})" + (f" with {dims}" if dims else "")
+        batched = f", vmap in_dims {tuple(self.in_dims)}" if self.in_dims else ""
+        return f"({shapes})" + (f" with {dims}" if dims else "") + batched
 
 
 def _arg(data: dict):

@@ -18,10 +18,18 @@ KINK_MARGIN = 0.01
 LAYOUTS = ("transposed", "strided", "offset", "channels_last")
 
 
-def cases(entry: Entry, *, empty: bool = False, layouts: bool = False) -> st.SearchStrategy[Case]:
+def cases(entry: Entry, *, empty: bool = False, layouts: bool | str = False,
+          batched: bool = False) -> st.SearchStrategy[Case]:
     """Cases for ``entry``; with ``empty``, one dim that may be 0 is 0; with ``layouts``, every tensor
-    argument gets a non-contiguous layout (transposed, step-sliced, storage offset, channels_last)."""
-    return _case(entry, empty, layouts)
+    argument gets a non-contiguous layout (transposed, step-sliced, storage offset, channels_last), and
+    with ``layouts="mixed"`` it may also stay contiguous; with ``batched``, every tensor argument gets a
+    vmap batch position (``None``: unbatched; the first tensor is always batched)."""
+    return _case(entry, empty, layouts, batched)
+
+
+def for_check(entry: Entry, check) -> st.SearchStrategy[Case]:
+    """The cases a :class:`~audit.checks.interface.Check` asks for."""
+    return cases(entry, empty=check.empty, layouts=check.layouts, batched=check.batched)
 
 
 def layouts_for(ndim: int) -> tuple[str, ...]:
@@ -31,15 +39,32 @@ def layouts_for(ndim: int) -> tuple[str, ...]:
 
 
 @st.composite
-def _case(draw, entry: Entry, empty: bool, layouts: bool = False) -> Case:
+def _case(draw, entry: Entry, empty: bool, layouts: bool | str = False, batched: bool = False) -> Case:
     sizes = {name: draw(st.integers(*entry.dim_range(name))) for name in entry.symbols}
     zeroable = [name for name in entry.symbols if entry.dim_range(name)[0] == 0]
     if empty and zeroable:
         sizes[draw(st.sampled_from(zeroable))] = 0
     args = tuple(_arg(draw, spec, sizes) for spec in entry.inputs)
-    drawn = tuple(draw(st.sampled_from(layouts_for(a.values.ndim))) if isinstance(a, TensorArg) else None
+    first = ("contiguous",) if layouts == "mixed" else ()
+    drawn = tuple(draw(st.sampled_from(first + layouts_for(a.values.ndim))) if isinstance(a, TensorArg) else None
                   for a in args) if layouts else ()
-    return Case(dims=tuple(sizes.items()), args=args, layouts=drawn)
+    return Case(dims=tuple(sizes.items()), args=args, layouts=drawn,
+                in_dims=_in_dims(draw, args) if batched else ())
+
+
+def _in_dims(draw, args) -> tuple:
+    """A batch position per tensor argument (0 first, so shrinking prefers it); None for the rest."""
+    tensors = [i for i, a in enumerate(args) if isinstance(a, TensorArg)]
+    positions = []
+    for i, arg in enumerate(args):
+        if i not in tensors:
+            positions.append(None)
+            continue
+        choices = list(range(arg.values.ndim + 1))
+        if i != tensors[0]:
+            choices.insert(1, None)
+        positions.append(draw(st.sampled_from(choices)))
+    return tuple(positions)
 
 
 def _arg(draw, spec, sizes: dict):

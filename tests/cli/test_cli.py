@@ -65,9 +65,10 @@ def test_same_seed_gives_the_same_matrix(write_registry, tmp_path):
     texts = []
     for name in ("a", "b"):
         _run("run", "--registry", str(registry), "--out", str(tmp_path / name), "--check", "gradcheck",
-             "--check", "determinism", "--progress", "off", "-j", "2")
+             "--check", "determinism", "--check", "vmap", "--check", "compile", "--progress", "off", "-j", "2")
         texts.append(matrix_without_timings((tmp_path / name / "matrix.json").read_text()))
     assert texts[0] == texts[1]
+    assert any(c.get("metrics", {}).get("graphs") for e in texts[0]["entries"] for c in e["cells"])
 
 
 def test_select_and_check_limit_the_cells(write_registry, tmp_path):
