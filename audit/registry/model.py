@@ -51,6 +51,7 @@ class Supports:
     compile: bool = False
     autocast: bool = False
     deterministic: bool = True
+    checkpoint: bool = True
     noncontiguous: bool = True
     export: bool = False
     distributed: bool = False

@@ -1,0 +1,70 @@
+"""``compile``: torch.compile(fullgraph=True) traces the target without a graph break, its outputs and
+gradients equal eager mode, and new shapes do not recompile it every time."""
+
+from __future__ import annotations
+
+import time
+
+from audit.checks import dynamo
+from audit.checks.interface import Check, Violation
+from audit.checks.tensors import compare_all, gradients, outputs_of
+
+
+def run(subject, case) -> None:
+    """Once per cell: compile and sweep shapes (compile time, recompiles). Every example: compare with eager."""
+    compiled = subject.state.get("compiled")
+    if compiled is None:
+        compiled = subject.state["compiled"] = _prepare(subject, case)
+    if subject.state.get("sweep_failure"):
+        raise Violation(subject.state["sweep_failure"])
+    eager_args, compiled_args = subject.args(case), subject.args(case)
+    eager = _run(subject.target.fn, eager_args, subject.seed)
+    with dynamo.graph_breaks_explained():
+        got = _run(compiled.fn, compiled_args, subject.seed)
+    tol = subject.tolerance()
+    compare_all("compiled output", got[0], eager[0], tol)
+    compare_all("compiled gradient of input", got[1], eager[1], tol)
+
+
+def _run(fn, args, seed: int):
+    """Outputs and, when something is differentiable, gradients of <outputs, random cotangents>."""
+    outputs = outputs_of(fn(*args))
+    return [o.detach() for o in outputs], gradients(outputs, args, seed)
+
+
+def _prepare(subject, case) -> dynamo.Compiled:
+    """Compile afresh for this cell, then run a sweep of shapes to measure compile time and recompiles."""
+    compiled = dynamo.compile_fresh(subject.target.fn, subject.options.compile_backend)
+    start = time.perf_counter()
+    sweep = dynamo.shape_sweep(subject.entry, case)
+    with dynamo.graph_breaks_explained():
+        for sizes, swept in sweep:
+            compiled.note_shape(sizes)
+            _run(compiled.fn, subject.args(swept), subject.seed)
+    subject.metrics.update({"backend": subject.options.compile_backend, "graphs": compiled.graphs,
+                            "shapes": len(sweep), "compile_seconds": round(time.perf_counter() - start, 3)})
+    problem = compiled.recompiles_every_shape()
+    if problem:
+        subject.state["sweep_failure"] = problem
+    return compiled
+
+
+CHECK = Check(
+    name="compile",
+    contract="torch.compile(fullgraph=True) on the chosen backend (aot_eager by default: Dynamo and "
+             "AOTAutograd) traces without a graph break, gives eager's outputs and gradients, and does not "
+             "recompile on every new shape; claimed through supports.compile",
+    run=run,
+    claimed=lambda entry: entry.supports.compile,
+    claim="supports.compile",
+    script="""\
+import torch._dynamo
+torch._dynamo.reset()
+compiled = torch.compile(fn, backend="aot_eager", fullgraph=True)
+eager_out = fn(*args)
+fresh = [a.detach().clone().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a in args]
+compiled_out = compiled(*fresh)
+print("eager:   ", eager_out)
+print("compiled:", compiled_out)
+""",
+)

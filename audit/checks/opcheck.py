@@ -1,0 +1,61 @@
+"""``opcheck`` (kind ``op``): torch.library.opcheck's utilities on drawn inputs, contiguous or not.
+
+opcheck checks the registration (schema, autograd kernel, fake kernel, AOT dispatch), never whether a
+gradient is right: the gradient checks still run on ops.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from audit.checks.interface import Check, Violation
+
+UTILS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+
+HINTS = {
+    "test_schema": "the op mutates or aliases an argument its schema does not declare (mutates_args)",
+    "test_autograd_registration": "no kernel at an Autograd key: use register_autograd, not an "
+                                  "autograd.Function registered at a backend key",
+    "test_faketensor": "the fake (meta) kernel disagrees with the real one in shape, strides, dtype or "
+                       "device: fix register_fake",
+    "test_aot_dispatch_dynamic": "AOTAutograd (torch.compile's autograd) fails or disagrees with eager: "
+                                 "often a missing register_autograd or a fake kernel that cannot trace",
+}
+
+
+def run(subject, case) -> None:
+    """Every utility; a failure names each failing one, with torch's first line and what it means."""
+    args = subject.args(case) if subject.entry.supports.noncontiguous else subject.contiguous_args(case)
+    results = torch.library.opcheck(subject.target.obj, tuple(args), test_utils=UTILS, raise_exception=False)
+    subject.metrics["utils"] = {name: _passed(result) for name, result in sorted(results.items())}
+    failed = [(name, result) for name, result in results.items() if result != "SUCCESS"]
+    if failed:
+        raise Violation("; ".join(f"{name} failed: {_first_line(result)} ({HINTS.get(name, 'see opcheck')})"
+                                  for name, result in failed))
+
+
+def _passed(result) -> str:
+    return "pass" if result == "SUCCESS" else "fail"
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("opcheck(op, ...):", "Traceback")):
+            return line[:300]
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+CHECK = Check(
+    name="opcheck",
+    contract="torch.library.opcheck (schema, autograd registration, fake tensor, AOT dispatch) passes on drawn "
+             "inputs, non-contiguous ones included when supports.noncontiguous; always required of an op",
+    run=run,
+    applies=lambda entry: entry.kind == "op",
+    layouts="mixed",
+    script="""\
+op = fn
+print(torch.library.opcheck(op, tuple(args), raise_exception=False))
+""",
+)

@@ -1,0 +1,60 @@
+"""PyTorch's own bugs that a check can meet: reported as PyTorch's, never blamed on the entry.
+
+When a check meets one it raises :class:`TorchBugHit`, a :class:`NotApplicable`: the cell is a ``skip``
+whose reason names the bug, its upstream issues and the torch version here. It is detected from
+behaviour, not from a version table, so the day torch fixes it the cell turns into a real verdict and
+``audit diff`` shows the change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from audit.checks.interface import NotApplicable
+
+
+@dataclass(frozen=True)
+class TorchBug:
+    """One known PyTorch defect: what it does, where it is tracked, where it was seen."""
+
+    summary: str
+    issues: tuple[str, ...]
+    seen: str
+
+    def reason(self) -> str:
+        """The skip reason: what, which upstream issues, which torch versions, and whose it is."""
+        import torch
+
+        return (f"PyTorch bug, not the entry's: {self.summary} ({', '.join(self.issues)}; seen on torch "
+                f"{self.seen}; this run: torch {torch.__version__}); the cell will report a verdict once torch "
+                "fixes it")
+
+
+class TorchBugHit(NotApplicable):
+    """The check ran into a known PyTorch bug and cannot judge the entry here."""
+
+    def __init__(self, bug: TorchBug, context: str = ""):
+        super().__init__(bug.reason() + (f"; here: {context}" if context else ""))
+        self.bug = bug
+
+
+CUSTOM_OP_FUNCTORCH = TorchBug(
+    summary="torch.func's vjp/grad/jacrev refuse a torch.library custom op with register_autograd "
+            "('must override the setup_context staticmethod', though one is given): register_autograd "
+            "builds an old-style autograd.Function internally",
+    issues=("pytorch/pytorch#168393", "pytorch/pytorch#179652", "pytorch/pytorch#170834"),
+    seen="2.4 to 2.13")
+
+CUSTOM_OP_ZERO_JVP = TorchBug(
+    summary="torch.func.jvp/jacfwd over a torch.library custom op silently return a zero tangent "
+            "(the registered forward-mode formula is not used)",
+    issues=("pytorch/pytorch#168393", "pytorch/pytorch#170834"),
+    seen="2.13")
+
+#: Every bug above, for the README and for reports that list them.
+KNOWN = (CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP)
+
+
+def is_setup_context_refusal(exc: BaseException) -> bool:
+    """torch.func's refusal of an old-style (ctx in forward) autograd.Function."""
+    return isinstance(exc, RuntimeError) and "must override the setup_context staticmethod" in str(exc)

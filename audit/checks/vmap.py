@@ -1,0 +1,174 @@
+"""``vmap``: torch.func.vmap over a batch equals the per-sample loop, for outputs and for vjps; jacrev
+(and jacfwd when forward-mode AD is claimed) equal finite differences."""
+
+from __future__ import annotations
+
+import torch
+
+from audit.checks import numerical
+from audit.checks.interface import Check, Violation
+from audit.checks.tensors import compare_all, grad_outputs, mismatch, outputs_of
+from audit.checks.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit, is_setup_context_refusal
+from audit.inputs.variants import rearranged
+
+#: Samples in the batch; each is the drawn case with its batched tensors' values reordered.
+BATCH = 3
+
+OLD_STYLE = ("torch.func refuses this autograd.Function: it takes ctx in forward (old style). Give it "
+             "forward(*args) without ctx plus setup_context(ctx, inputs, output), then set generate_vmap_rule "
+             "= True (pure-torch forward) or write a vmap staticmethod; see "
+             "https://pytorch.org/docs/stable/notes/extending.func.html")
+NO_RULE = ("the autograd.Function has no vmap support: set generate_vmap_rule = True (when forward, backward "
+           "and jvp are pure torch) or write vmap(info, in_dims, *args) -> (output, out_dims)")
+NO_JVP = ("jacfwd needs forward-mode AD: write a jvp(ctx, *tangents) staticmethod using ctx.save_for_forward, "
+          "or claim supports.forward_ad: false")
+
+
+def run(subject, case) -> None:
+    """Outputs and vjps under vmap against the loop, then jacrev/jacfwd against finite differences."""
+    batched = {i for i, d in enumerate(case.in_dims) if d is not None}
+    samples = [subject.args(rearranged(case, k, batched)) for k in range(BATCH)]
+    stacked = [torch.stack([s[i].detach() for s in samples], dim=d) if d is not None else samples[0][i].detach()
+               if isinstance(samples[0][i], torch.Tensor) else samples[0][i] for i, d in enumerate(case.in_dims)]
+    in_dims = tuple(case.in_dims)
+    _outputs(subject, samples, stacked, in_dims)
+    _vjps(subject, samples, stacked, in_dims)
+    _jacobians(subject, samples[0])
+
+
+def _outputs(subject, samples, stacked, in_dims) -> None:
+    fn = subject.target.fn
+    with torch.no_grad():
+        expected = [outputs_of(fn(*[_detached(a) for a in s])) for s in samples]
+    got = _transform(subject, "vmap", lambda: torch.func.vmap(_tensors(fn), in_dims=in_dims)(*stacked))
+    for k in range(BATCH):
+        compare_all(f"vmap output (sample {k} of {BATCH}, in_dims {in_dims})", [g.select(0, k) for g in got],
+                    expected[k], subject.tolerance())
+
+
+def _vjps(subject, samples, stacked, in_dims) -> None:
+    """Per-sample vjps under vmap (torch.func.vjp inside torch.func.vmap) against autograd, sample by sample."""
+    fn = subject.target.fn
+    wrt = [i for i, a in enumerate(samples[0]) if isinstance(a, torch.Tensor) and a.requires_grad]
+    if not wrt:
+        return
+    picked, expected, cotangents = None, [], []
+    for k, sample in enumerate(samples):
+        outputs = outputs_of(fn(*sample))
+        picked = [i for i, o in enumerate(outputs) if o.is_floating_point() and o.requires_grad]
+        if not picked:
+            return
+        chosen = [outputs[i] for i in picked]
+        cts = grad_outputs(chosen, subject.seed + k)
+        grads = torch.autograd.grad(chosen, [sample[i] for i in wrt], cts, allow_unused=True)
+        expected.append([torch.zeros_like(sample[i]) if g is None else g for g, i in zip(grads, wrt)])
+        cotangents.append(cts)
+    stacked_cts = [torch.stack([c[m] for c in cotangents]) for m in range(len(picked))]
+
+    def per_sample(*flat):
+        args, cts = list(flat[:len(stacked)]), flat[len(stacked):]
+
+        def f(*xs):
+            for i, x in zip(wrt, xs):
+                args[i] = x
+            outputs = outputs_of(fn(*args))
+            return tuple(outputs[i] for i in picked)
+
+        _, pull = torch.func.vjp(f, *[args[i] for i in wrt])
+        return pull(tuple(cts))
+
+    dims = in_dims + (0,) * len(stacked_cts)
+    got = _transform(subject, "vjp under vmap", lambda: torch.func.vmap(per_sample, in_dims=dims)(*stacked, *stacked_cts))
+    for k in range(BATCH):
+        compare_all(f"vjp under vmap (sample {k} of {BATCH}, in_dims {in_dims}): gradient of input",
+                    [g.select(0, k) for g in got], expected[k], subject.tolerance())
+
+
+def _jacobians(subject, sample) -> None:
+    """jacrev, and jacfwd when forward-mode AD is claimed, against central differences on one sample."""
+    wrt = [i for i, a in enumerate(sample) if isinstance(a, torch.Tensor) and a.requires_grad]
+    if not wrt or not numerical.supported(sample[wrt[0]].dtype):
+        return
+    base = [a.detach() if isinstance(a, torch.Tensor) else a for a in sample]
+    outputs = outputs_of(subject.target.fn(*sample))
+    picked = [i for i, o in enumerate(outputs) if o.is_floating_point() and o.requires_grad]
+    if not picked:
+        return
+
+    def f(*xs):
+        args = list(base)
+        for i, x in zip(wrt, xs):
+            args[i] = x
+        found = outputs_of(subject.target.fn(*args))
+        return tuple(found[i] for i in picked)
+
+    inputs = [base[i] for i in wrt]
+    numeric = numerical.jacobian(f, inputs)
+    argnums = tuple(range(len(inputs)))
+    modes = [("jacrev", torch.func.jacrev)] + ([("jacfwd", torch.func.jacfwd)] if subject.entry.supports.forward_ad else [])
+    for label, transform in modes:
+        jac = _transform(subject, label, lambda: transform(f, argnums=argnums)(*inputs))
+        _compare_jacobian(subject, label, jac, numeric, [outputs[i] for i in picked], inputs)
+
+
+def _compare_jacobian(subject, label, jac, numeric, outputs, inputs) -> None:
+    tol = numerical.tolerance(inputs[0].dtype)
+    zero = True
+    problems = []
+    for (j, e), column in numeric.items():
+        for i, expected in enumerate(column):
+            got = numerical.column_of(jac, i, j, e, outputs[i].shape, inputs[j].numel())
+            zero = zero and not bool(got.abs().gt(0).any())
+            problem = mismatch(got, expected, tol)
+            if problem:
+                problems.append(f"{label}: d output {i} / d input {j}[flat {e}] vs finite differences: {problem}")
+    if problems and zero and label == "jacfwd" and subject.entry.kind == "op":
+        raise TorchBugHit(CUSTOM_OP_ZERO_JVP, "jacfwd gave an all-zero Jacobian")
+    if problems:
+        raise Violation(problems[0])
+
+
+def _transform(subject, label: str, thunk):
+    """Run a torch.func transform, turning its refusals into what they mean for this entry."""
+    try:
+        return thunk()
+    except RuntimeError as exc:
+        text = str(exc)
+        if is_setup_context_refusal(exc):
+            if subject.entry.kind == "op":
+                raise TorchBugHit(CUSTOM_OP_FUNCTORCH, f"{label} could not be checked") from None
+            raise Violation(f"{label}: {OLD_STYLE}") from None
+        if "does not have vmap support" in text:
+            raise Violation(f"{label}: {NO_RULE}") from None
+        if "must implement the jvp function" in text:
+            raise Violation(f"{label}: {NO_JVP}") from None
+        raise
+
+
+def _tensors(fn):
+    return lambda *args: tuple(outputs_of(fn(*args)))
+
+
+def _detached(value):
+    return value.detach() if isinstance(value, torch.Tensor) else value
+
+
+CHECK = Check(
+    name="vmap",
+    contract="torch.func.vmap (batch dim at drawn positions, some inputs unbatched) equals the per-sample loop "
+             "for outputs and vjps; jacrev, and jacfwd with forward_ad, equal finite differences; claimed "
+             "through supports.vmap",
+    run=run,
+    claimed=lambda entry: entry.supports.vmap,
+    claim="supports.vmap",
+    batched=True,
+    script="""\
+from torch.func import vmap, vjp
+# The audit stacked 3 samples (the values reordered) at the in_dims it drew; here: the drawn sample, tripled.
+plain = [a.detach() if torch.is_tensor(a) else a for a in args]
+batched = [torch.stack([a] * 3, dim=d) if d is not None else a for a, d in zip(plain, in_dims)]
+outs = vmap(lambda *xs: fn(*xs), in_dims=tuple(in_dims))(*batched)
+print("vmap:", outs)
+print("loop:", fn(*plain))
+""",
+)

@@ -1,0 +1,128 @@
+"""Transform checks (vmap, compile, autocast, checkpoint, opcheck): each catches its bug, passes its twin."""
+
+from __future__ import annotations
+
+import pytest
+
+from audit.engine.outcome import HELD, SKIPPED, VIOLATED
+from tests.helpers import entry, observe
+
+T = "tests.fixtures.transforms"
+VECTOR = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 5]}}
+ROWS = {"inputs": [{"shape": ["B", "N"]}, {"shape": ["N"]}], "dims": {"B": [1, 4], "N": [1, 4]}}
+BATCH = {"kind": "callable", "inputs": [{"shape": ["B", "N"]}], "dims": {"B": [0, 6], "N": [1, 4]}}
+LINEAR = {"inputs": [{"shape": ["M", "K"]}, {"shape": ["K", "N"]}], "dims": {"M": [1, 4], "K": [1, 4], "N": [1, 4]},
+          "reference": f"{T}:linear_reference"}
+OP = {"kind": "op", "load": [T], "inputs": [{"shape": ["B", "N"]}], "dims": {"B": [1, 4], "N": [1, 4]}}
+
+
+def claims(spec: dict, **supports) -> dict:
+    return {**spec, "supports": {**spec.get("supports", {}), **supports}}
+
+
+# (broken target, check, registry keys, words the message must contain, correct twin)
+CASES = [
+    (f"{T}:OldStyleCube", "vmap", claims(VECTOR, vmap=True), "setup_context", f"{T}:Cube"),
+    (f"{T}:NoVmapRule", "vmap", claims(VECTOR, vmap=True), "generate_vmap_rule = True", f"{T}:CubeVmapRule"),
+    (f"{T}:WrongVmapRule", "vmap", claims(VECTOR, vmap=True), "in_dims (1,)", f"{T}:CubeVmapRule"),
+    (f"{T}:BranchOnData", "compile", claims(VECTOR, compile=True), "Data-dependent branching", f"{T}:Cube"),
+    (f"{T}:ItemInForward", "compile", claims(VECTOR, compile=True), "Python number", f"{T}:Cube"),
+    (f"{T}:rows_doubled", "compile", claims(BATCH, compile=True), "recompiled for every new shape", f"{T}:doubled"),
+    (f"{T}:LinearNoAmp", "autocast", claims(LINEAR, autocast=True), "custom_bwd", f"{T}:LinearAmp"),
+    (f"{T}:PrivateDropout", "checkpoint", VECTOR, "forward is not pure", f"{T}:GlobalDropout"),
+    ("audit_transforms::wrong_fake", "opcheck", OP, "test_faketensor failed", "audit_transforms::scale"),
+    ("audit_transforms::no_autograd", "opcheck", OP, "no autograd formula", "audit_transforms::scale"),
+]
+
+
+def _name(target: str) -> str:
+    return target.split(":")[-1]
+
+
+@pytest.mark.parametrize("broken, check, spec, words, twin", CASES, ids=[_name(c[0]) for c in CASES])
+def test_check_catches_its_bug(tmp_path, broken, check, spec, words, twin):
+    found = observe(entry(tmp_path, target=broken, **spec), check)
+    assert found.verdict == VIOLATED, found
+    assert words in found.message
+    assert found.case is not None and found.script
+
+
+@pytest.mark.parametrize("broken, check, spec, words, twin", CASES, ids=[f"{_name(c[4])}-{c[1]}" for c in CASES])
+def test_check_passes_the_correct_twin(tmp_path, broken, check, spec, words, twin):
+    found = observe(entry(tmp_path, target=twin, **spec), check)
+    assert found.verdict == HELD, found.message
+    assert found.examples > 1
+
+
+def test_wrong_vmap_rule_shrinks_to_a_batch_dim_that_is_not_first(tmp_path):
+    found = observe(entry(tmp_path, target=f"{T}:WrongVmapRule", **claims(VECTOR, vmap=True)), "vmap")
+    assert found.case["in_dims"] == [1] and found.case["dims"] == {"N": 1}
+    assert "in_dims = [1]" in found.script
+
+
+def test_vmap_covers_unbatched_inputs_and_jacfwd(tmp_path):
+    """Two inputs, either unbatched; jacfwd runs because forward_ad is claimed, and needs a jvp."""
+    spec = claims(ROWS, vmap=True, forward_ad=True)
+    found = observe(entry(tmp_path, target=f"{T}:RowScaleBatched", **spec), "vmap")
+    assert found.verdict == VIOLATED and "jacfwd needs forward-mode AD" in found.message
+    assert observe(entry(tmp_path, target=f"{T}:RowScaleBatched", **claims(ROWS, vmap=True)), "vmap").verdict == HELD
+
+
+def test_vmap_on_a_custom_op_reports_pytorchs_bug_not_the_entry(tmp_path):
+    found = observe(entry(tmp_path, target="audit_transforms::scale", **claims(OP, vmap=True)), "vmap")
+    assert found.verdict == SKIPPED
+    assert "PyTorch bug, not the entry's" in found.message and "pytorch/pytorch#168393" in found.message
+
+
+def test_compile_records_backend_graphs_and_compile_time(tmp_path):
+    found = observe(entry(tmp_path, target=f"{T}:doubled", **claims(BATCH, compile=True)), "compile")
+    assert found.details["backend"] == "aot_eager"
+    assert found.details["graphs"] <= 2 and found.details["shapes"] == 4
+    assert found.details["compile_seconds"] > 0
+
+
+def test_compile_names_where_the_graph_breaks(tmp_path):
+    found = observe(entry(tmp_path, target=f"{T}:BranchOnData", **claims(VECTOR, compile=True)), "compile")
+    assert "transforms.py" in found.message and "if x.sum() > 0" in found.message
+
+
+def test_autocast_output_dtype_follows_the_reference(tmp_path):
+    """The reference's matmul runs in bfloat16 under autocast; a Function forced to float32 is flagged."""
+    spec = claims({**LINEAR, "reference": f"{T}:linear_reference"}, autocast=True)
+    found = observe(entry(tmp_path, target=f"{T}:LinearFloat32", **spec), "autocast", "float32")
+    assert found.verdict == VIOLATED and "the reference gives bfloat16" in found.message
+
+
+def test_opcheck_reports_each_utility(tmp_path):
+    found = observe(entry(tmp_path, target="audit_transforms::wrong_fake", **OP), "opcheck")
+    assert found.details["utils"]["test_faketensor"] == "fail"
+    assert found.details["utils"]["test_schema"] == "pass"
+
+
+@pytest.mark.slow
+def test_unclaimed_transform_failures_are_recorded_not_gated(write_registry, tmp_path):
+    """A new user's view: the matrix records what breaks under each transform; only claims gate."""
+    import json
+
+    from click.testing import CliRunner
+
+    from audit.cli import cli
+
+    old = {"name": "old", "owner": "@team", "target": f"{T}:OldStyleCube", **VECTOR}
+    branchy = {"name": "branchy", "owner": "@team", "target": f"{T}:BranchOnData", **VECTOR}
+    defaults = {"supports": {"dtypes": ["float64"], "devices": ["cpu"]}}
+    out = tmp_path / "out"
+    args = ["run", "--out", str(out), "--check", "vmap", "--check", "compile", "--progress", "off"]
+    quiet = CliRunner().invoke(cli, [*args, "--registry", str(write_registry([old, branchy], defaults=defaults))])
+    assert quiet.exit_code == 0, quiet.output
+    cells = {(e["name"], c["check"]): c for e in json.loads((out / "matrix.json").read_text())["entries"]
+             for c in e["cells"]}
+    assert cells["old", "vmap"]["status"] == "unsupported" and "setup_context" in cells["old", "vmap"]["message"]
+    assert cells["branchy", "compile"]["status"] == "unsupported"
+    assert cells["old", "compile"]["status"] == "xpass" and cells["old", "compile"]["metrics"]["graphs"] >= 1
+
+    claimed = [{**old, "supports": {"vmap": True}}, {**branchy, "supports": {"compile": True}}]
+    loud = CliRunner().invoke(cli, [*args, "--registry", str(write_registry(claimed, defaults=defaults, name="c.yaml"))])
+    assert loud.exit_code == 1
+    assert "old vmap FAIL (float64, cpu): vmap: torch.func refuses this autograd.Function" in loud.output
+    assert "branchy compile FAIL (float64, cpu): graph break" in loud.output
