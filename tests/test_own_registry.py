@@ -19,8 +19,11 @@ def test_own_registry_is_green(tmp_path, monkeypatch):
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     matrix = json.loads((tmp_path / "matrix.json").read_text())
-    statuses = {c["status"] for e in matrix["entries"] for c in e["cells"] if c["device"] == "cpu"}
+    cpu = [c for e in matrix["entries"] for c in e["cells"] if c["device"] == "cpu"]
     assert matrix["verdict"] == "pass"
-    assert statuses <= {"pass", "unsupported", "xpass"}, statuses  # xpass: a float16/bfloat16 probe held
+    assert {c["status"] for c in cpu} <= {"pass", "unsupported", "xpass", "skip"}  # xpass: a low-precision probe held
+    assert all(c["status"] == "pass" for c in cpu if c["claimed"])
+    # The one CPU skip allowed is PyTorch's own bug (torch.func on a register_autograd custom op), named as such.
+    assert all(c["message"].startswith("PyTorch bug") for c in cpu if c["status"] == "skip")
     simplex = [c for e in matrix["entries"] for c in e["cells"] if c["check"] == "simplex"]
     assert simplex and all(c["status"] == "pass" for c in simplex if c["device"] == "cpu")

@@ -16,6 +16,18 @@ def columns(matrix: dict) -> list[str]:
     return [name for name in CHECK_NAMES if name in present] + extra
 
 
+#: Column headings short enough for a terminal; any check not listed keeps its name.
+SHORT = {"forward": "fwd", "gradcheck": "grad", "gradgradcheck": "grad2", "forward_ad": "jvp",
+         "undefined_grad": "undef", "determinism": "det", "device": "dev", "noncontiguous": "strides",
+         "saved_tensors": "saved", "autocast": "amp", "checkpoint": "ckpt", "opcheck": "opchk",
+         "distributed": "ddp"}
+
+
+def short(name: str) -> str:
+    """A check's short column heading."""
+    return SHORT.get(name, name)
+
+
 def worst(cells: list[dict]) -> Status | None:
     """The most severe status among ``cells`` (None when there are none)."""
     statuses = {Status(c["status"]) for c in cells}

@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from audit.reporters.common import columns, failure_line, group, headline, problems, row_label, rows, worst
+from audit.reporters.common import (columns, failure_line, group, headline, problems, row_label, rows, short,
+                                    worst)
 
 SYMBOL = {"pass": "✓", "fail": "✗ FAIL", "error": "! ERROR", "unsupported": "–", "waived": "w", "xpass": "+",
           "skip": "s"}
@@ -23,6 +24,9 @@ def render(matrix: dict, *, color: bool = False, width: int = 120) -> str:
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False)
     console.print(_table(matrix))
     console.print(Text(LEGEND, style="dim"))
+    renamed = [f"{short(n)}={n}" for n in columns(matrix) if short(n) != n]
+    if renamed:
+        console.print(Text("columns: " + " ".join(renamed), style="dim"))
     for entry, cell in problems(matrix):
         console.print(Text(failure_line(entry, cell), style=STYLE[cell["status"]]), soft_wrap=True)
     verdict_style = "bold green" if matrix["verdict"] == "pass" else "bold red"
@@ -35,7 +39,7 @@ def _table(matrix: dict) -> Table:
     table = Table(title="validation matrix", show_lines=False)
     table.add_column("entry", no_wrap=True)
     for name in names:
-        table.add_column(name.replace("_", " "), justify="center", overflow="fold")
+        table.add_column(short(name), justify="center", no_wrap=True)
     for entry, device in rows(matrix):
         table.add_row(row_label(entry, device), *[_cell(group(entry, n, device)) for n in names])
     return table
