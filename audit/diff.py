@@ -1,0 +1,162 @@
+"""Two matrices compared: what regressed, what was fixed, what changed underneath (code or environment).
+
+Cells are matched by (entry, check, dtype, device). Pure data in, a frozen :class:`Diff` out; the
+reporters in :mod:`audit.reporters.diff` render it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from audit.contract import MATRIX_SCHEMA
+from audit.errors import UsageError
+
+GATING = {"fail", "error"}
+WORKING = {"pass", "xpass"}
+#: Environment keys that describe the machine and software; a change in any is an environment change.
+ENVIRONMENT_KEYS = ("torch", "python", "cuda", "devices", "platform", "examples", "compile_backend", "seed")
+
+#: Change classes, in the order a reader meets them.
+CLASSES = ("regression", "fix", "still_failing", "newly_unsupported", "newly_passing", "newly_skipped",
+           "no_longer_skipped", "other")
+TITLES = {
+    "regression": "Regressions: did not fail before, fail or error now",
+    "fix": "Fixes: failed or errored before, do not now",
+    "still_failing": "Still failing",
+    "newly_unsupported": "Newly unsupported: held before, does not hold now (not claimed)",
+    "newly_passing": "Newly passing: the claim could be raised",
+    "newly_skipped": "Newly skipped: no longer verified here",
+    "no_longer_skipped": "No longer skipped",
+    "other": "Other status changes",
+}
+
+
+@dataclass(frozen=True)
+class CellChange:
+    """One matched cell whose status differs (or that still fails)."""
+
+    entry: str
+    owners: tuple[str, ...]
+    check: str
+    dtype: str
+    device: str
+    old: str
+    new: str
+    kind: str
+    message: str
+    repro: str
+
+    @property
+    def where(self) -> str:
+        """``entry check (dtype, device)``."""
+        return f"{self.entry} {self.check} ({self.dtype}, {self.device})"
+
+
+@dataclass(frozen=True)
+class Diff:
+    """Everything that differs between an old and a new matrix."""
+
+    changes: tuple[CellChange, ...]
+    entries_added: tuple[str, ...]
+    entries_removed: tuple[str, ...]
+    cells_added: tuple[str, ...]
+    cells_removed: tuple[str, ...]
+    digests_changed: tuple[str, ...]
+    environment_changed: tuple[tuple[str, object, object], ...]
+    old_verdict: str
+    new_verdict: str
+
+    def of(self, kind: str) -> tuple[CellChange, ...]:
+        """The changes of one class."""
+        return tuple(c for c in self.changes if c.kind == kind)
+
+    @property
+    def regressed(self) -> bool:
+        """Whether any cell regressed: the diff's exit code is 1."""
+        return bool(self.of("regression"))
+
+    def to_json(self) -> dict:
+        """A JSON-ready form, keys sorted by the writer."""
+        return {
+            "schema": "audit-diff/1",
+            "verdict": "regression" if self.regressed else "no regression",
+            "old_verdict": self.old_verdict, "new_verdict": self.new_verdict,
+            "changes": {kind: [_change_json(c) for c in self.of(kind)] for kind in CLASSES},
+            "entries_added": list(self.entries_added), "entries_removed": list(self.entries_removed),
+            "cells_added": list(self.cells_added), "cells_removed": list(self.cells_removed),
+            "digests_changed": list(self.digests_changed),
+            "environment_changed": {key: {"old": old, "new": new} for key, old, new in self.environment_changed},
+        }
+
+
+def classify(old: str, new: str) -> str | None:
+    """The class of a status change (None: unchanged and not failing)."""
+    if new in GATING:
+        return "still_failing" if old in GATING else "regression"
+    if old in GATING:
+        return "fix"
+    if old == new:
+        return None
+    if new == "skip":
+        return "newly_skipped"
+    if old == "skip":
+        return "no_longer_skipped"
+    if old in WORKING and new in ("unsupported", "waived"):
+        return "newly_unsupported"
+    if old in ("unsupported", "waived") and new in WORKING:
+        return "newly_passing"
+    return "other"
+
+
+def diff(old: dict, new: dict) -> Diff:
+    """Compare two matrices (as loaded from ``matrix.json``)."""
+    old_entries = {e["name"]: e for e in old["entries"]}
+    new_entries = {e["name"]: e for e in new["entries"]}
+    changes, cells_added, cells_removed, digests = [], [], [], []
+    for name, entry in new_entries.items():
+        before = old_entries.get(name)
+        if before is None:
+            continue
+        if before.get("digest") != entry.get("digest"):
+            digests.append(name)
+        old_cells, new_cells = _cells(before), _cells(entry)
+        cells_added += [_label(name, key) for key in new_cells if key not in old_cells]
+        cells_removed += [_label(name, key) for key in old_cells if key not in new_cells]
+        for key, cell in new_cells.items():
+            if key in old_cells:
+                kind = classify(old_cells[key]["status"], cell["status"])
+                if kind:
+                    changes.append(CellChange(name, tuple(entry.get("owner", ())), *key, old_cells[key]["status"],
+                                              cell["status"], kind, cell.get("message", ""), cell.get("repro", "")))
+    env_old, env_new = old.get("environment", {}), new.get("environment", {})
+    environment = tuple((key, env_old.get(key), env_new.get(key)) for key in ENVIRONMENT_KEYS
+                        if env_old.get(key) != env_new.get(key))
+    return Diff(changes=tuple(changes),
+                entries_added=tuple(n for n in new_entries if n not in old_entries),
+                entries_removed=tuple(n for n in old_entries if n not in new_entries),
+                cells_added=tuple(cells_added), cells_removed=tuple(cells_removed),
+                digests_changed=tuple(digests), environment_changed=environment,
+                old_verdict=old.get("verdict", "?"), new_verdict=new.get("verdict", "?"))
+
+
+def check_matrix(data, path: str) -> dict:
+    """``data`` if it is an audit matrix, else a usage error naming the file."""
+    if not isinstance(data, dict) or data.get("schema") != MATRIX_SCHEMA or not isinstance(data.get("entries"), list):
+        raise UsageError(f"{path}: not an autograd-audit matrix (expected \"schema\": \"{MATRIX_SCHEMA}\" and "
+                         "an \"entries\" list)")
+    return data
+
+
+def _cells(entry: dict) -> dict:
+    return {(c["check"], c["dtype"], c["device"]): c for c in entry.get("cells", ())}
+
+
+def _label(name: str, key) -> str:
+    check, dtype, device = key
+    return f"{name} {check} ({dtype}, {device})"
+
+
+def _change_json(change: CellChange) -> dict:
+    return {"entry": change.entry, "owner": list(change.owners), "check": change.check, "dtype": change.dtype,
+            "device": change.device, "old": change.old, "new": change.new, "message": change.message,
+            "repro": change.repro}

@@ -1,0 +1,94 @@
+"""audit diff on constructed matrices: every change class, code versus environment, the exit code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from audit.cli import cli
+from audit.diff import classify, diff
+from audit.reporters.diff import render_markdown, render_text
+
+ENV = {"torch": "2.12.0", "python": "3.11.7", "cuda": None, "devices": ["cpu"], "platform": "linux",
+       "examples": 20, "compile_backend": "aot_eager", "seed": 0, "git_commit": "a", "registry_sha256": "r"}
+
+
+def matrix(cells: dict, *, env=None, digests=None, verdict="pass", owners=None) -> dict:
+    """cells: {(entry, check): status}; every cell float64 on cpu."""
+    entries: dict[str, dict] = {}
+    for (name, check), status in cells.items():
+        entry = entries.setdefault(name, {"name": name, "owner": (owners or {}).get(name, ["@team"]),
+                                          "digest": (digests or {}).get(name, "d0"), "cells": []})
+        entry["cells"].append({"check": check, "dtype": "float64", "device": "cpu", "status": status,
+                               "message": f"{check} says {status}", "repro": f"audit repro {name} {check}"})
+    return {"schema": "audit-matrix/1", "environment": {**ENV, **(env or {})}, "entries": list(entries.values()),
+            "verdict": verdict}
+
+
+@pytest.mark.parametrize("old, new, kind", [
+    ("pass", "fail", "regression"), ("pass", "error", "regression"), ("xpass", "fail", "regression"),
+    ("waived", "fail", "regression"), ("skip", "fail", "regression"), ("fail", "pass", "fix"),
+    ("error", "skip", "fix"), ("fail", "error", "still_failing"), ("pass", "unsupported", "newly_unsupported"),
+    ("xpass", "unsupported", "newly_unsupported"), ("unsupported", "xpass", "newly_passing"),
+    ("waived", "xpass", "newly_passing"), ("pass", "skip", "newly_skipped"), ("skip", "pass", "no_longer_skipped"),
+    ("pass", "xpass", "other"), ("pass", "pass", None), ("unsupported", "unsupported", None),
+])
+def test_every_status_change_has_one_class(old, new, kind):
+    assert classify(old, new) == kind
+
+
+def test_diff_separates_code_changes_from_environment_changes():
+    old = matrix({("cube", "gradcheck"): "pass", ("sq", "gradcheck"): "pass", ("gone", "forward"): "pass"})
+    new = matrix({("cube", "gradcheck"): "fail", ("sq", "gradcheck"): "pass", ("sq", "vmap"): "xpass",
+                  ("fresh", "forward"): "pass"}, env={"torch": "2.13.0"}, digests={"cube": "d1"})
+    d = diff(old, new)
+    assert [c.where for c in d.of("regression")] == ["cube gradcheck (float64, cpu)"]
+    assert d.regressed and d.digests_changed == ("cube",)
+    assert d.environment_changed == (("torch", "2.12.0", "2.13.0"),)
+    assert d.entries_added == ("fresh",) and d.entries_removed == ("gone",)
+    assert d.cells_added == ("sq vmap (float64, cpu)",) and d.cells_removed == ()
+    text = render_text(d)
+    assert text.startswith("audit diff: REGRESSION (1 regression)")
+    assert "environment changed: torch 2.12.0 -> 2.13.0" in text
+    assert "cube gradcheck (float64, cpu): pass -> fail (target code and environment changed)" in text
+
+
+def test_regressions_come_first_grouped_by_owner():
+    old = matrix({("a", "gradcheck"): "pass", ("b", "gradcheck"): "pass", ("c", "forward"): "fail"})
+    new = matrix({("a", "gradcheck"): "fail", ("b", "gradcheck"): "error", ("c", "forward"): "pass"},
+                 owners={"a": ["@kernels"], "b": ["@core"]})
+    text = render_text(diff(old, new))
+    assert text.index("@core") < text.index("@kernels") < text.index("Fixes")
+    assert "(same code and environment: not deterministic?)" in text
+    markdown = render_markdown(diff(old, new))
+    assert markdown.startswith("## audit diff: REGRESSION (2 regression, 1 fix)")
+    assert "**@kernels**" in markdown and "| a gradcheck (float64, cpu) | pass | fail |" in markdown
+
+
+def test_diff_command_formats_and_exit_codes(tmp_path):
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    old.write_text(json.dumps(matrix({("cube", "gradcheck"): "pass", ("cube", "vmap"): "unsupported"})))
+    new.write_text(json.dumps(matrix({("cube", "gradcheck"): "pass", ("cube", "vmap"): "xpass"})))
+    result = CliRunner().invoke(cli, ["diff", str(old), str(new), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["verdict"] == "no regression" and data["changes"]["newly_passing"][0]["check"] == "vmap"
+    backwards = CliRunner().invoke(cli, ["diff", str(new), str(old), "--out", str(tmp_path / "d.md"),
+                                         "--format", "markdown"])
+    assert backwards.exit_code == 0 and "Newly unsupported" in (tmp_path / "d.md").read_text()
+    new.write_text(json.dumps(matrix({("cube", "gradcheck"): "fail", ("cube", "vmap"): "xpass"})))
+    assert CliRunner().invoke(cli, ["diff", str(old), str(new)]).exit_code == 1
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "no such file"), ("{not json", "not JSON"), ('{"schema": "other"}', "not an autograd-audit matrix"),
+])
+def test_diff_refuses_what_is_not_a_matrix(tmp_path, content, words):
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(matrix({("cube", "forward"): "pass"})))
+    if content is not None:
+        bad.write_text(content)
+    result = CliRunner().invoke(cli, ["diff", str(good), str(bad)])
+    assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
