@@ -42,11 +42,25 @@ def cli() -> None:
 @click.option("--strict", is_flag=True, help="skip and xpass cells fail the gate too.")
 @click.option("--progress", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="A progress bar on a terminal (auto), a line per entry otherwise.")
-def run_command(**options) -> None:
+@click.option("--profile", default=None,
+              help="premerge (10 examples, cache on), intake (the defaults), upgrade (50 examples, inductor, "
+                   "no cache), or one from the registry's profiles; flags given here win.")
+@click.option("--cache/--no-cache", default=False, show_default=True,
+              help="Reuse cells whose spec, code, check, torch, Python, device, seed and examples are unchanged.")
+@click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
+              help="Where cached cells live (default: .audit-cache beside the registry).")
+@click.option("--cache-size", default="512M", show_default=True, help="Bound on the cache; least recently used go.")
+@click.option("--shard", default=None, metavar="K/N", help="Audit only the K-th of N deterministic shards of the "
+                                                             "entries (merge the shards with audit merge).")
+@click.option("--durations", default=None, type=click.Path(dir_okay=False),
+              help="An earlier matrix whose recorded seconds balance the shards (else: by entry count).")
+@click.pass_context
+def run_command(ctx, **options) -> None:
     """Audit the registry: write the matrix and reports, exit 1 if the gate fails."""
     from audit.commands.run import run
 
-    _exit(lambda: run(**options))
+    explicit = {name for name in options if ctx.get_parameter_source(name) in _GIVEN}
+    _exit(lambda: run(**options, explicit=frozenset(explicit)))
 
 
 @cli.command("validate")
@@ -86,12 +100,40 @@ def repro_command(**options) -> None:
     _exit(lambda: repro(**options))
 
 
+@cli.command("diff")
+@click.argument("old", type=click.Path(dir_okay=False))
+@click.argument("new", type=click.Path(dir_okay=False))
+@click.option("--format", "output_format", type=click.Choice(["text", "markdown", "json"]), default="text",
+              show_default=True, help="text for a terminal or CI log, markdown for a PR comment, json for tools.")
+@click.option("--out", default=None, type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+def diff_cli(**options) -> None:
+    """Compare two matrices (old environment, new environment): exit 1 on any regression."""
+    from audit.commands.diff import diff_command
+
+    _exit(lambda: diff_command(**options))
+
+
+@cli.command("merge")
+@click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for the merged matrix.json, matrix.md and the shards' replay scripts.")
+@click.option("--strict", is_flag=True, help="skip and xpass cells fail the gate too.")
+def merge_cli(**options) -> None:
+    """Combine shard matrices into one; exit 2 if a shard is missing or the shards disagree."""
+    from audit.commands.merge import merge_command
+
+    _exit(lambda: merge_command(**options))
+
+
 @cli.command("schema")
 def schema_command() -> None:
     """Print the path of the registry's JSON Schema (for the yaml-language-server modeline)."""
     from audit.registry.schema import schema_path
 
     click.echo(schema_path())
+
+
+_GIVEN = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
 
 
 def _exit(command) -> None:

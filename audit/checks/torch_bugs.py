@@ -43,13 +43,13 @@ CUSTOM_OP_FUNCTORCH = TorchBug(
             "('must override the setup_context staticmethod', though one is given): register_autograd "
             "builds an old-style autograd.Function internally",
     issues=("pytorch/pytorch#168393", "pytorch/pytorch#179652", "pytorch/pytorch#170834"),
-    seen="2.4 to 2.13")
+    seen="2.13.0 and 2.14.1 (reported since 2.4)")
 
 CUSTOM_OP_ZERO_JVP = TorchBug(
     summary="torch.func.jvp/jacfwd over a torch.library custom op silently return a zero tangent "
             "(the registered forward-mode formula is not used)",
     issues=("pytorch/pytorch#168393", "pytorch/pytorch#170834"),
-    seen="2.13")
+    seen="2.13.0 and 2.14.1")
 
 #: Every bug above, for the README and for reports that list them.
 KNOWN = (CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP)

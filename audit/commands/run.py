@@ -9,37 +9,78 @@ from pathlib import Path
 import click
 
 from audit import matrix as matrix_mod
+from audit import profiles
+from audit import shard as shard_mod
 from audit.commands.select import check_table, checks_dir, select_checks, select_entries
 from audit.contract import Exit
 from audit.errors import UsageError
+from audit.profiles import settle
 from audit.registry.load import load_registry
 from audit.reporters import markdown, terminal
 
 
 def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, max_memory, strict,
-        progress, compile_backend="aot_eager") -> int:
-    """Audit the selected entries; write ``matrix.json``, ``matrix.md`` and replay scripts to ``out``."""
+        progress, compile_backend="aot_eager", profile=None, cache=False, cache_dir=None, cache_size="512M",
+        shard=None, durations=None, explicit=frozenset()) -> int:
+    """Audit the selected entries; write ``matrix.json``, ``matrix.md`` and replay scripts to ``out``.
+
+    ``explicit`` names the options given on the command line: those win over the ``profile``'s values.
+    """
     from audit.engine.options import RunOptions
     from audit.engine.run import run as run_engine
     from audit.progress import progress as make_progress
 
     loaded = load_registry(registry)
+    settled = settle(dict(examples=examples, compile_backend=compile_backend, cache=cache, timeout=timeout,
+                          strict=strict), set(explicit), profiles.profile(profile, loaded))
     entries = select_entries(loaded, select)
+    split = None
+    if shard:
+        entries, split = _shard(entries, shard, durations)
     table = check_table(loaded)
     only = select_checks(table, checks)
-    options = RunOptions(examples=examples, seed=seed, timeout=timeout, max_memory=parse_size(max_memory),
-                         jobs=jobs, base=str(Path(registry).resolve().parent), checks_dir=str(checks_dir(loaded)),
-                         compile_backend=compile_backend)
+    base = Path(registry).resolve().parent
+    options = RunOptions(examples=settled["examples"], seed=seed, timeout=settled["timeout"],
+                         max_memory=parse_size(max_memory, "--max-memory"), jobs=jobs, base=str(base),
+                         checks_dir=str(checks_dir(loaded)), compile_backend=settled["compile_backend"],
+                         cache_dir=str(Path(cache_dir) if cache_dir else base / ".audit-cache") if settled["cache"] else None,
+                         cache_size=parse_size(cache_size, "--cache-size"))
     with make_progress(progress) as reporter:
         result = run_engine(loaded, entries, table, options, only=only, devices=set(devices) or None,
-                            on_event=reporter)
-    if not result.entries:
+                            on_event=reporter) if entries else None
+    if result is not None and not result.entries and not split:
         raise UsageError("nothing selected: no entry has a cell for the chosen checks and devices")
+    if result is None:
+        result = _empty_result(options)
     matrix = matrix_mod.build(result, loaded, seed)
-    matrix["verdict"] = matrix_mod.verdict(matrix_mod.cells_of(matrix), strict)
+    matrix["verdict"] = matrix_mod.verdict(matrix_mod.cells_of(matrix), settled["strict"])
+    if split:
+        matrix["shard"] = split
     _write(Path(out), matrix, result)
     click.echo(terminal.render(matrix, color=sys.stdout.isatty(), width=_width()))
+    if options.cache_dir:
+        click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
+                   f"{options.cache_dir}; {result.computed} computed", err=True)
     return Exit.GATE_FAILED if matrix["verdict"] == "fail" else Exit.OK
+
+
+def _shard(entries, text: str, durations_path):
+    """This shard's entries and the ``shard`` record for its matrix."""
+    from audit.commands.diff import read_matrix
+
+    index, count = shard_mod.parse(text)
+    names = [e.name for e in entries]
+    recorded = shard_mod.durations(read_matrix(durations_path)) if durations_path else None
+    mine = set(shard_mod.split(names, count, recorded)[index - 1])
+    return [e for e in entries if e.name in mine], {"index": index, "count": count, "selected": names}
+
+
+def _empty_result(options):
+    """What an empty shard reports: no entries, and the environment every shard must agree on."""
+    from audit.engine.run import RunResult, run_environment
+    from audit.engine.worker import environment
+
+    return RunResult(entries=(), environment=run_environment(environment(), options))
 
 
 def _write(out: Path, matrix: dict, result) -> None:
@@ -58,10 +99,10 @@ def _width() -> int:
     return max(100, shutil.get_terminal_size((160, 24)).columns)
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str, option: str = "--max-memory") -> int:
     """``"512M"``, ``"4G"``, ``"1024"`` (bytes) or ``"0"`` (no cap) to bytes."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
     if not match:
-        raise UsageError(f"--max-memory: expected a size like 512M or 4G, got {text!r}")
+        raise UsageError(f"{option}: expected a size like 512M or 4G, got {text!r}")
     scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
     return int(float(match.group(1)) * scale)

@@ -19,6 +19,7 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
         return Outcome(key, SKIPPED, skip)
     seed = cell_seed(options.seed, entry.name, key.check, key.dtype, key.device)
     subject = Subject(entry, target, key.dtype, key.device, seed, options)
+    _seed_global_generators(seed)
 
     def prop(case):
         if on_example:
@@ -40,6 +41,19 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
                            tolerance=subject.tolerance(tight=True))
     return Outcome(key, VIOLATED, f"{found.message}; on {found.case.describe()}", found.examples,
                    found.seconds, found.case.to_json(), script, metrics)
+
+
+def _seed_global_generators(seed: int) -> None:
+    """A target that draws from the global generators draws the same numbers in a cell wherever it runs:
+    whatever ran before in this worker, sharded or not."""
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
 
 
 def _unavailable(device: str) -> str:

@@ -18,6 +18,8 @@ class RunOptions:
     base: str = "."
     checks_dir: str | None = None
     compile_backend: str = "aot_eager"
+    cache_dir: str | None = None
+    cache_size: int = 512 << 20
 
     @property
     def unclaimed_examples(self) -> int:

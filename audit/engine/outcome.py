@@ -28,3 +28,16 @@ class Outcome:
     case: dict | None = None
     script: str | None = None
     details: dict = field(default_factory=dict)
+
+
+def outcome_to_json(outcome: Outcome) -> dict:
+    """An outcome as plain data (for the result cache)."""
+    return {"check": outcome.key.check, "dtype": outcome.key.dtype, "device": outcome.key.device,
+            "verdict": outcome.verdict, "message": outcome.message, "examples": outcome.examples,
+            "seconds": outcome.seconds, "case": outcome.case, "script": outcome.script, "details": outcome.details}
+
+
+def outcome_from_json(data: dict) -> Outcome:
+    """The inverse of :func:`outcome_to_json`."""
+    return Outcome(CellKey(data["check"], data["dtype"], data["device"]), data["verdict"], data["message"],
+                   data["examples"], data["seconds"], data["case"], data["script"], data["details"])

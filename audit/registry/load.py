@@ -31,7 +31,9 @@ def load_registry(path: str | Path) -> Registry:
     if problems:
         raise RegistryError(problems)
     entries = tuple(build_entry(e, located.where(("entries", i))[0]) for i, e in enumerate(merged))
-    return Registry(path=str(path), sha256=hashlib.sha256(raw).hexdigest(), entries=entries)
+    profiles = tuple((name, tuple(sorted(values.items())))
+                     for name, values in (located.data.get("profiles") or {}).items())
+    return Registry(path=str(path), sha256=hashlib.sha256(raw).hexdigest(), entries=entries, profiles=profiles)
 
 
 def _read(path: Path) -> bytes:

@@ -139,11 +139,12 @@ class Entry:
 
 @dataclass(frozen=True)
 class Registry:
-    """A loaded registry: its file, its digest and its entries in file order."""
+    """A loaded registry: its file, its digest, its entries in file order and its run-profile overrides."""
 
     path: str
     sha256: str
     entries: tuple[Entry, ...]
+    profiles: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
 
     def entry(self, name: str) -> Entry | None:
         """The entry called ``name``, if any."""

@@ -1,0 +1,143 @@
+"""The result cache for pre-merge runs: a cell's raw outcome, reused only when nothing that could change it
+has changed.
+
+The key covers the entry's spec (without owner, waivers or line, which only affect judging, redone every
+run), the source files of the target, reference, ``load`` modules and local check, the check's name and
+version, the dtype, device and claim (which sets the example count), the seed, examples and compile
+backend, torch and Python versions, the devices present and the audit's own version. Errors are never
+stored; an entry whose target cannot be found on disk is never cached. One small JSON file per cell; the
+least recently used are evicted past the size bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+from audit import __version__
+from audit.engine.outcome import ERRORED, Outcome, outcome_from_json, outcome_to_json
+
+#: Bump when the record's layout changes.
+FORMAT = 1
+#: Entry fields that do not change an outcome (judging is redone on every run).
+JUDGING_ONLY = {"line", "owners", "expect"}
+
+
+class Cache:
+    """Records under ``folder``, at most ``max_bytes`` in all."""
+
+    def __init__(self, folder: Path, max_bytes: int):
+        self.folder = Path(folder)
+        self.max_bytes = max_bytes
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> tuple[Outcome, str] | None:
+        """The stored outcome and target digest for ``key``, or None."""
+        path = self._path(key)
+        try:
+            record = json.loads(path.read_text())
+            os.utime(path)  # recently used
+        except (OSError, ValueError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return outcome_from_json(record["outcome"]), record["digest"]
+
+    def put(self, key: str, outcome: Outcome, digest: str | None) -> None:
+        """Store ``outcome`` (never an error) under ``key``."""
+        if outcome.verdict == ERRORED or digest is None:
+            return
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"format": FORMAT, "digest": digest, "outcome": outcome_to_json(outcome)}))
+        os.replace(tmp, path)
+
+    def prune(self) -> int:
+        """Evict least recently used records until the total fits; returns how many were removed."""
+        records = []
+        for path in self.folder.glob("*/*.json") if self.folder.is_dir() else ():
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            records.append((stat.st_mtime, stat.st_size, path))
+        total = sum(size for _, size, _ in records)
+        removed = 0
+        for _, size, path in sorted(records):
+            if total <= self.max_bytes:
+                break
+            path.unlink(missing_ok=True)
+            total -= size
+            removed += 1
+        return removed
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key[2:]}.json"
+
+
+def code_fingerprint(entry, base: Path, checks_dir: Path | None = None) -> dict | None:
+    """sha256 of every source file the entry names, and of its local checks (None when a module cannot
+    be found without importing it)."""
+    modules = [entry.target.partition(":")[0]] if entry.kind != "op" else []
+    modules += list(entry.load)
+    if entry.reference:
+        modules.append(entry.reference.partition(":")[0])
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+    files = {}
+    for module in modules:
+        origin = _origin(module)
+        if origin is None:
+            return None
+        files[module] = _file_digest(origin)
+    for name in entry.checks:
+        path = checks_dir / f"{name}.py" if checks_dir else None
+        if path is None or not path.is_file():
+            return None
+        files[f"checks/{name}.py"] = _file_digest(path)
+    return files
+
+
+def audit_digest() -> str:
+    """sha256 over the audit package's own source: a changed check re-audits everything."""
+    digest = hashlib.sha256(__version__.encode())
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted(root.rglob("*.py")) + sorted(root.rglob("*.json")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cell_key(entry, check, key, claimed: bool, options, environment: dict, code: dict, audit: str) -> str:
+    """The cache key of one cell."""
+    spec = {k: v for k, v in dataclasses.asdict(entry).items() if k not in JUDGING_ONLY}
+    examples = options.examples if claimed else options.unclaimed_examples
+    material = {
+        "format": FORMAT, "audit": audit, "entry": spec, "code": code,
+        "check": [check.name, check.version], "cell": [key.dtype, key.device, claimed],
+        "run": [options.seed, examples, options.compile_backend],
+        "environment": [environment.get("torch"), environment.get("python"), environment.get("devices")],
+    }
+    text = json.dumps(material, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _origin(module: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return None
+    return Path(spec.origin)
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
