@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from audit.cli import cli
+from audit.diff import diff
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -27,3 +28,7 @@ def test_own_registry_is_green(tmp_path, monkeypatch):
     assert all(c["message"].startswith("PyTorch bug") for c in cpu if c["status"] == "skip")
     simplex = [c for e in matrix["entries"] for c in e["cells"] if c["check"] == "simplex"]
     assert simplex and all(c["status"] == "pass" for c in simplex if c["device"] == "cpu")
+    # The committed baseline is this matrix: refresh it (README) when a status legitimately changes.
+    drift = diff(json.loads((ROOT / "reports" / "baseline.json").read_text()), matrix)
+    assert not drift.changes, [f"{c.where}: {c.old} -> {c.new}" for c in drift.changes]
+    assert not (drift.cells_added or drift.cells_removed or drift.entries_added or drift.entries_removed)
