@@ -21,6 +21,7 @@ def build(result, registry, seed: int) -> dict:
         "schema": MATRIX_SCHEMA,
         "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "environment": environment(result.environment, registry, seed),
+        "registry": registry.path,
         "entries": entries,
         "summary": summary(cells),
         "verdict": verdict(cells, strict=False),
@@ -87,6 +88,9 @@ def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file and a rename: never half-written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # what open() would have given, not mkstemp's 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -15,6 +15,13 @@ if str(ROOT) not in sys.path:
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 
+pytest_plugins = ["pytester"]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", help="Rewrite the reporters' golden files.")
+
+
 @pytest.fixture
 def write_registry(tmp_path):
     """Write a registry (a dict, or entries with defaults) to a file and return its path."""

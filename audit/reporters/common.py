@@ -52,6 +52,14 @@ def row_label(entry: dict, device: str | None) -> str:
     return entry["name"] if device is None else f"{entry['name']} ({device})"
 
 
+def owner_groups(matrix: dict) -> list[tuple[str, dict]]:
+    """(owner, the matrix narrowed to that owner's entries), owners sorted; an entry with several owners
+    appears under each."""
+    owners = sorted({o for e in matrix["entries"] for o in e.get("owner") or ["(no owner)"]})
+    return [(o, {**matrix, "entries": [e for e in matrix["entries"] if o in (e.get("owner") or ["(no owner)"])]})
+            for o in owners]
+
+
 def problems(matrix: dict, statuses=SHOWN) -> list[tuple[dict, dict]]:
     """(entry, cell) for every cell with one of ``statuses``, in matrix order."""
     wanted = {s.value for s in statuses}

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from audit.reporters.common import columns, failure_line, group, headline, problems, row_label, rows, worst
+from audit.reporters.common import (columns, failure_line, group, headline, owner_groups, problems, row_label,
+                                    rows, worst)
 
 ICON = {"pass": "✅ pass", "fail": "❌ fail", "error": "💥 error", "unsupported": "➖ unsupported",
         "waived": "🟡 waived", "xpass": "⬆️ xpass", "skip": "⏭️ skip"}
 
 
-def render(matrix: dict) -> str:
-    """Markdown text of ``matrix``."""
+def render(matrix: dict, *, by_owner: bool = False) -> str:
+    """Markdown text of ``matrix``; ``by_owner``: one table per owner."""
     lines = [f"# {headline(matrix)}", "", _environment(matrix["environment"]), ""]
-    lines += _table(matrix)
+    if by_owner:
+        for owner, narrowed in owner_groups(matrix):
+            lines += [f"## {_escape(owner)}", ""] + _table(narrowed) + [""]
+    else:
+        lines += _table(matrix)
     found = problems(matrix)
     if found:
         lines += ["", "## Failures", ""]

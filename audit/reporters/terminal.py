@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from audit.reporters.common import (columns, failure_line, group, headline, problems, row_label, rows, short,
-                                    worst)
+from audit.reporters.common import (columns, failure_line, group, headline, owner_groups, problems, row_label,
+                                    rows, short, worst)
 
 SYMBOL = {"pass": "✓", "fail": "✗ FAIL", "error": "! ERROR", "unsupported": "–", "waived": "w", "xpass": "+",
           "skip": "s"}
@@ -18,11 +18,13 @@ STYLE = {"pass": "green", "fail": "bold red", "error": "bold magenta", "unsuppor
          "waived": "yellow", "xpass": "cyan", "skip": "blue"}
 
 
-def render(matrix: dict, *, color: bool = False, width: int = 120) -> str:
-    """The table, the failures and the verdict, as text (ANSI colours when ``color``)."""
+def render(matrix: dict, *, color: bool = False, width: int = 120, by_owner: bool = False) -> str:
+    """The table (one per owner with ``by_owner``), the failures and the verdict, as text (ANSI colours
+    when ``color``)."""
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False)
-    console.print(_table(matrix))
+    for title, narrowed in owner_groups(matrix) if by_owner else [("validation matrix", matrix)]:
+        console.print(_table(narrowed, title))
     console.print(Text(LEGEND, style="dim"))
     renamed = [f"{short(n)}={n}" for n in columns(matrix) if short(n) != n]
     if renamed:
@@ -34,9 +36,9 @@ def render(matrix: dict, *, color: bool = False, width: int = 120) -> str:
     return buffer.getvalue()
 
 
-def _table(matrix: dict) -> Table:
+def _table(matrix: dict, title: str) -> Table:
     names = columns(matrix)
-    table = Table(title="validation matrix", show_lines=False)
+    table = Table(title=title, show_lines=False)
     table.add_column("entry", no_wrap=True)
     for name in names:
         table.add_column(short(name), justify="center", no_wrap=True)

@@ -1,0 +1,26 @@
+"""``audit report MATRIX``: any report, re-rendered from a saved matrix."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from audit import reports
+from audit.commands.diff import read_matrix
+from audit.contract import Exit
+from audit.matrix import write_atomic
+
+
+def report(matrix_path: str, output_format: str, by_owner: bool, out: str | None) -> int:
+    """Render ``matrix_path`` in ``output_format`` to ``out`` or stdout. Rendering is not gating: exit 0."""
+    matrix = read_matrix(matrix_path)
+    text = reports.render(matrix, output_format, by_owner=by_owner, color=out is None and sys.stdout.isatty())
+    if out:
+        write_atomic(Path(out), text)
+    else:
+        click.echo(text, nl=False)
+    if output_format == "github":
+        reports.github_summary(matrix)
+    return Exit.OK

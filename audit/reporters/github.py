@@ -1,0 +1,58 @@
+"""GitHub Actions: error annotations on the registry line of each failing entry, and a job summary.
+
+GitHub shows only the first few annotations of a step, so the full report is printed after them; the
+summary (verdict, failures, the matrix folded away) is kept under GitHub's 1 MiB limit.
+"""
+
+from __future__ import annotations
+
+from audit.reporters import markdown
+from audit.reporters.common import headline, problems
+
+#: GitHub refuses a step summary over 1 MiB; stay well clear of it.
+SUMMARY_LIMIT = 900 * 1024
+
+
+def annotations(matrix: dict) -> str:
+    """One ``::error`` workflow command per failing or erroring cell, at its entry's registry line."""
+    registry = matrix.get("registry") or "registry.yaml"
+    lines = []
+    for entry, cell in problems(matrix):
+        title = f"{entry['name']} {cell['check']} {cell['status'].upper()} ({cell['dtype']}, {cell['device']})"
+        message = (f"{cell['message']}\nowner: {', '.join(entry['owner'])}\nrepro: {cell['repro']}")
+        lines.append(f"::error file={_property(registry)},line={entry.get('line', 1)},"
+                     f"title={_property(title)}::{_data(message)}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def summary(matrix: dict) -> str:
+    """Markdown for ``$GITHUB_STEP_SUMMARY``: verdict first, a failures table, the matrix folded away."""
+    icon = "✅" if matrix["verdict"] == "pass" else "❌"
+    lines = [f"## {icon} {headline(matrix)}", ""]
+    found = problems(matrix)
+    if found:
+        lines += ["| entry | check | cell | owner | message | replay |", "|---|---|---|---|---|---|"]
+        lines += [f"| {_md(e['name'])} | {c['check']} | {c['status']} ({c['dtype']}, {c['device']}) | "
+                  f"{_md(', '.join(e['owner']))} | {_md(c['message'])} | `{_md(c['repro'])}` |" for e, c in found]
+        lines.append("")
+    head = "\n".join(lines)
+    full = markdown.render(matrix)
+    fold = f"<details><summary>The full matrix</summary>\n\n{full}\n</details>\n"
+    if len((head + fold).encode()) > SUMMARY_LIMIT:
+        fold = "_The full matrix is too large for a job summary: see the uploaded reports (matrix.html)._\n"
+    text = head + "\n" + fold
+    if len(text.encode()) > SUMMARY_LIMIT:
+        text = text.encode()[:SUMMARY_LIMIT].decode(errors="ignore") + "\n\n_(truncated: see matrix.html)_\n"
+    return text
+
+
+def _data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")

@@ -1,0 +1,74 @@
+"""The matrix as JUnit XML: one testcase per cell, for CI systems that show test results.
+
+classname is the owner, name is ``entry::check[dtype,device]``; fail is a failure, error an error,
+skip/unsupported/waived are skipped with the reason; the environment becomes testsuite properties.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from audit.reporters.common import headline
+
+#: Characters XML 1.0 cannot carry at all (control characters other than tab, newline, return).
+_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+SKIPPED = {"skip", "unsupported", "waived"}
+
+
+def render(matrix: dict) -> str:
+    """JUnit XML text of ``matrix``."""
+    cells = [(e, c) for e in matrix["entries"] for c in e["cells"]]
+    counts = {"tests": len(cells), "failures": _count(cells, {"fail"}), "errors": _count(cells, {"error"}),
+              "skipped": _count(cells, SKIPPED)}
+    seconds = f"{sum(c.get('seconds', 0.0) for _, c in cells):.3f}"
+    root = ET.Element("testsuites", name="autograd-audit", time=seconds, **_strings(counts))
+    suite = ET.SubElement(root, "testsuite", name="autograd-audit", time=seconds,
+                          timestamp=matrix.get("created", ""), **_strings(counts))
+    properties = ET.SubElement(suite, "properties")
+    for key, value in sorted(matrix.get("environment", {}).items()):
+        text = ", ".join(value) if isinstance(value, list) else "" if value is None else str(value)
+        ET.SubElement(properties, "property", name=key, value=_clean(text))
+    ET.SubElement(properties, "property", name="verdict", value=matrix.get("verdict", ""))
+    for entry, cell in cells:
+        suite.append(_testcase(matrix, entry, cell))
+    ET.SubElement(suite, "system-out").text = _clean(headline(matrix))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _testcase(matrix: dict, entry: dict, cell: dict) -> ET.Element:
+    attributes = {"classname": _clean(", ".join(entry.get("owner", ())) or "(no owner)"),
+                  "name": _clean(f"{entry['name']}::{cell['check']}[{cell['dtype']},{cell['device']}]"),
+                  "time": f"{cell.get('seconds', 0.0):.3f}"}
+    if matrix.get("registry"):
+        attributes.update(file=_clean(matrix["registry"]), line=str(entry.get("line", 1)))
+    case = ET.Element("testcase", **attributes)
+    status, message = cell["status"], _clean(cell.get("message", ""))
+    detail = _clean("\n".join(filter(None, [cell.get("message", ""), f"owner: {attributes['classname']}",
+                                            f"repro: {cell.get('repro', '')}"])))
+    if status == "fail":
+        ET.SubElement(case, "failure", message=_first_line(message), type="fail").text = detail
+    elif status == "error":
+        ET.SubElement(case, "error", message=_first_line(message), type="error").text = detail
+    elif status in SKIPPED:
+        ET.SubElement(case, "skipped", message=_clean(f"{status}: {message}"))
+    elif status == "xpass" and message:
+        ET.SubElement(case, "system-out").text = message
+    return case
+
+
+def _count(cells, statuses) -> int:
+    return sum(c["status"] in statuses for _, c in cells)
+
+
+def _strings(counts: dict) -> dict:
+    return {k: str(v) for k, v in counts.items()}
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
+
+
+def _clean(text: str) -> str:
+    return _ILLEGAL.sub("\ufffd", text)

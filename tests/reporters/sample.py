@@ -1,0 +1,70 @@
+"""A constructed matrix with every status, two devices, several owners and a shrunk case: reporters' input."""
+
+from __future__ import annotations
+
+import copy
+
+
+def _cell(check, dtype, device, status, message="", seconds=0.25, claimed=True, **extra):
+    cell = {"check": check, "dtype": dtype, "device": device, "status": status, "claimed": claimed, "examples": 20,
+            "seconds": seconds, "message": message,
+            "repro": f"audit repro ENTRY {check} --dtype {dtype} --device {device} --seed 0"}
+    cell.update(extra)
+    return cell
+
+
+def _entry(name, owners, line, cells, digest="0" * 64):
+    for cell in cells:
+        cell["repro"] = cell["repro"].replace("ENTRY", name)
+    return {"name": name, "owner": owners, "kind": "function", "target": f"pkg.ops:{name.title()}",
+            "digest": digest, "line": line, "cells": cells}
+
+
+MATRIX = {
+    "schema": "audit-matrix/1",
+    "created": "2026-11-29T10:00:00Z",
+    "registry": "registry.yaml",
+    "environment": {"torch": "2.13.0+cpu", "python": "3.11.7", "cuda": None, "devices": ["cpu"],
+                    "platform": "Linux-x86_64", "git_commit": "abc123", "registry_sha256": "f" * 64, "seed": 0,
+                    "examples": 20, "compile_backend": "aot_eager"},
+    "entries": [
+        _entry("cube", ["@ml-kernels"], 9, [
+            _cell("forward", "float64", "cpu", "pass"),
+            _cell("gradcheck", "float64", "cpu", "fail",
+                  "Jacobian mismatch for output 0 with respect to input 0: max |analytic - numeric| = 6 at "
+                  "d out[0] / d in[0] (analytic -3, numeric 3); on ([1]) with N=1", seconds=0.5,
+                  case={"dims": {"N": 1}, "args": [{"shape": [1], "dtype": None, "requires_grad": True,
+                                                    "values": [1.0]}]}),
+            _cell("gradcheck", "float64", "cuda", "skip", "CUDA is not available here"),
+            _cell("vmap", "float64", "cpu", "unsupported", "not claimed (supports.vmap); old style", claimed=False),
+            _cell("compile", "float64", "cpu", "xpass", "not claimed, yet held on 5 examples", claimed=False,
+                  metrics={"backend": "aot_eager", "graphs": 2, "shapes": 4, "compile_seconds": 1.5}),
+        ]),
+        _entry("softmax", ["@ml-kernels", "@vision"], 20, [
+            _cell("forward", "float64", "cpu", "pass"),
+            _cell("gradcheck", "float64", "cpu", "pass"),
+            _cell("compile", "float64", "cpu", "waived", "waived (graph break, tracked in #123) until 2027-03-01"),
+        ]),
+        _entry("hang", ["@speech"], 31, [
+            _cell("forward", "float64", "cpu", "error", "timed out after 300 s in forward on ([3])", seconds=300.0),
+        ]),
+    ],
+    "summary": {"pass": 3, "fail": 1, "unsupported": 1, "waived": 1, "xpass": 1, "skip": 1, "error": 1},
+    "verdict": "fail",
+}
+
+
+def matrix() -> dict:
+    """A fresh copy."""
+    return copy.deepcopy(MATRIX)
+
+
+def hostile() -> dict:
+    """Every string a registry or an exception could put there, made hostile."""
+    data = matrix()
+    entry = data["entries"][0]
+    entry["name"] = "<script>alert('name')</script>"
+    entry["owner"] = ['"><img src=x onerror=alert(1)>']
+    entry["cells"][1]["message"] = "</script><script>alert('message')</script> & \x00\x1b[31m"
+    entry["cells"][1]["case"] = {"note": "</script><b>case</b>"}
+    return data

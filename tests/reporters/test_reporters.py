@@ -1,0 +1,88 @@
+"""Every reporter against golden files (refresh with ``pytest --update-golden``), escaping, JUnit parsing."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from audit.reporters import github, html, junit, markdown, terminal
+from tests.reporters.sample import hostile, matrix
+
+GOLDEN = Path(__file__).parent / "golden"
+RENDERERS = {
+    "matrix.md": lambda m: markdown.render(m),
+    "matrix.by_owner.md": lambda m: markdown.render(m, by_owner=True),
+    "matrix.html": lambda m: html.render(m),
+    "junit.xml": lambda m: junit.render(m),
+    "annotations.txt": lambda m: github.annotations(m),
+    "summary.md": lambda m: github.summary(m),
+    "terminal.txt": lambda m: terminal.render(m, width=140),
+}
+
+
+@pytest.mark.parametrize("name", RENDERERS)
+def test_reporter_matches_its_golden_file(name, request):
+    text = RENDERERS[name](matrix())
+    path = GOLDEN / name
+    if request.config.getoption("update_golden"):
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}: run pytest --update-golden and review the diff"
+    assert text == path.read_text(), f"{name} changed: review, then refresh with pytest --update-golden"
+
+
+def test_html_escapes_every_string_from_a_registry_or_an_exception():
+    page = html.render(hostile())
+    assert page.count("<script") == 2  # the data block and the report's own script, nothing else
+    assert "<img" not in page and "alert('name')</script>" not in page
+    assert "&lt;script&gt;alert(&#x27;name&#x27;)&lt;/script&gt;" in page
+    assert "\\u003c/script\\u003e" in page  # inside the JSON data block
+    assert page.startswith("<!DOCTYPE html>") and "http://" not in page and "https://" not in page
+
+
+def test_html_is_self_contained_and_shows_what_failed_who_owns_it_and_how_to_replay():
+    page = html.render(matrix())
+    for words in ("cube</b> gradcheck", "owner @ml-kernels", "registry line 9",
+                  "audit repro cube gradcheck --dtype float64 --device cpu --seed 0", "Time per check",
+                  "torch</th><td>2.13.0+cpu", 'option value="@vision"'):
+        assert words in page, words
+    assert "<link" not in page and "src=" not in page
+
+
+def test_junit_parses_back_with_one_testcase_per_cell():
+    root = ET.fromstring(junit.render(matrix()))
+    suite = root.find("testsuite")
+    assert suite.get("tests") == "9" and suite.get("failures") == "1" and suite.get("errors") == "1"
+    assert suite.get("skipped") == "3"
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    failing = cases["cube::gradcheck[float64,cpu]"]
+    assert failing.get("classname") == "@ml-kernels" and failing.get("file") == "registry.yaml"
+    assert failing.get("line") == "9"
+    assert "max |analytic - numeric| = 6" in failing.find("failure").get("message")
+    assert "repro: audit repro cube gradcheck" in failing.find("failure").text
+    assert cases["hang::forward[float64,cpu]"].find("error") is not None
+    assert cases["cube::vmap[float64,cpu]"].find("skipped").get("message").startswith("unsupported:")
+    assert cases["softmax::compile[float64,cpu]"].get("classname") == "@ml-kernels, @vision"
+    properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert properties["torch"] == "2.13.0+cpu" and properties["verdict"] == "fail"
+
+
+def test_junit_survives_control_characters():
+    ET.fromstring(junit.render(hostile()))
+
+
+def test_github_annotations_point_at_the_registry_line_and_escape_newlines():
+    lines = github.annotations(matrix()).splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("::error file=registry.yaml,line=9,title=cube gradcheck FAIL (float64%2C cpu)::")
+    assert "%0Aowner: @ml-kernels%0Arepro: audit repro cube gradcheck" in lines[0]
+
+
+def test_github_summary_puts_the_verdict_first_and_stays_under_the_limit():
+    text = github.summary(matrix())
+    assert text.startswith("## ❌ autograd-audit: FAIL")
+    assert "<details><summary>The full matrix</summary>" in text
+    big = matrix()
+    big["entries"] = [dict(big["entries"][0], name=f"e{i}") for i in range(6000)]
+    assert len(github.summary(big).encode()) <= github.SUMMARY_LIMIT + 100
