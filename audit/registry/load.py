@@ -18,8 +18,12 @@ from audit.registry.yamltree import Located, dotted, parse
 
 def load_registry(path: str | Path) -> Registry:
     """Load and validate a registry; raises :class:`RegistryError` listing every problem."""
+    return parse_registry(_read(Path(path)), Path(path))
+
+
+def parse_registry(raw: bytes, path: str | Path) -> Registry:
+    """Validate registry text; ``path`` is what problems and the matrix name it by."""
     path = Path(path)
-    raw = _read(path)
     located = _parse(raw, path)
     problems = _schema_problems(located, str(path))
     broken = {p.path.split("]")[0] for p in problems}

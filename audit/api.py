@@ -1,0 +1,154 @@
+"""Audit one Function, op or callable from a unit test, with the same checks the command line runs.
+
+    from audit.api import audit
+
+    def test_cube():
+        audit(Cube, inputs=[{"shape": ["N"]}], dims={"N": [1, 5]}, supports={"vmap": True}).assert_ok()
+
+The keyword arguments are an entry of ``registry.yaml`` (validated the same way, errors raise
+:class:`~audit.errors.RegistryError`), except that ``target`` and ``reference`` may be the objects
+themselves. Cells run in this process (no worker), on the same seeds: a failure replays by calling
+again, and its message carries the shrunk case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+from audit.contract import Status
+
+#: What an entry built from objects is called in the registry text it is validated as.
+PLACEHOLDER = "audit_api_target:Target"
+
+
+class AuditAssertionError(AssertionError):
+    """Some cell failed the gate; the message says what, where, by how much, and how to replay it."""
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """The judged cells of one audited target."""
+
+    name: str
+    cells: tuple
+    seed: int
+
+    @property
+    def failures(self) -> tuple:
+        """Cells that fail the gate (``fail`` and ``error``)."""
+        return tuple(c for c in self.cells if c.status.gates(strict=False) and not c.expected)
+
+    @property
+    def ok(self) -> bool:
+        """Whether every gating cell passed."""
+        return not self.failures
+
+    def status(self, check: str, dtype: str | None = None, device: str = "cpu") -> Status:
+        """The status of one cell (the first dtype when none is given)."""
+        for cell in self.cells:
+            if cell.check == check and dtype in (None, cell.dtype) and cell.device == device:
+                return cell.status
+        raise KeyError(f"{self.name} has no {check} cell for dtype {dtype}, device {device}")
+
+    def assert_ok(self) -> "AuditResult":
+        """Raise :class:`AuditAssertionError` listing every failing cell, with its shrunk case."""
+        if self.failures:
+            lines = [f"{self.name}: {len(self.failures)} cell(s) failed (seed {self.seed}; the same call replays):"]
+            for cell in self.failures:
+                lines.append(f"  {cell.check} {cell.status.value.upper()} ({cell.dtype}, {cell.device}): "
+                             f"{cell.message}")
+                if cell.case:
+                    lines.append(f"    shrunk case: {cell.case}")
+            raise AuditAssertionError("\n".join(lines))
+        return self
+
+
+def audit(target, *, inputs, name: str | None = None, owner="@tests", kind: str | None = None, reference=None,
+          checks=None, examples: int = 20, seed: int = 0, devices=None, compile_backend: str = "aot_eager",
+          **keys) -> AuditResult:
+    """Audit ``target`` (an autograd.Function subclass, a torch.library op, a callable, or a
+    ``"module:Qualname"`` / ``"namespace::op"`` string) on the entry described by the keywords."""
+    from audit.cells import judge
+    from audit.checks import builtin
+    from audit.engine.cell import run_cell
+    from audit.engine.options import RunOptions
+    from audit.engine.plan import claims, plan
+    from audit.registry.load import parse_registry, today
+
+    kind = kind or _kind(target)
+    text_target = _target_text(target, kind)
+    if not name:
+        name = text_target.replace("::", ".") if kind == "op" or isinstance(target, str) else target.__name__
+    spec = {"name": _safe(name), "owner": owner, "kind": kind, "target": text_target, "inputs": inputs, **keys}
+    if reference is not None:
+        spec["reference"] = reference if isinstance(reference, str) else PLACEHOLDER
+    if devices:
+        spec.setdefault("supports", {})["devices"] = list(devices)
+    text = yaml.safe_dump({"version": 1, "entries": [spec]}, sort_keys=False)
+    entry = parse_registry(text.encode(), f"<audit({name})>").entries[0]
+    table = builtin()
+    keys_ = plan(entry, table, only=set(checks) if checks else None)
+    claimed = claims(entry, table, keys_)
+    resolved = _resolve(entry, target, reference)
+    options = RunOptions(examples=examples, seed=seed, compile_backend=compile_backend)
+    cells = []
+    for key in keys_:
+        outcome = run_cell(entry, resolved, table[key.check], key, options, claimed[key])
+        cells.append(judge(entry, outcome, claimed=claimed[key], claim=table[key.check].claim, today=today(),
+                           repro=f"audit(...) with seed={seed}"))
+    return AuditResult(name=entry.name, cells=tuple(cells), seed=seed)
+
+
+def _kind(target) -> str:
+    import torch
+
+    if isinstance(target, str):
+        return "op" if "::" in target else "function"
+    if isinstance(target, type) and issubclass(target, torch.autograd.Function):
+        return "function"
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or hasattr(target, "_opoverload"):
+        return "op"
+    return "callable"
+
+
+def _target_text(target, kind: str) -> str:
+    if isinstance(target, str):
+        return target
+    if kind == "op":
+        op = getattr(target, "_opoverload", target)
+        return str(getattr(op, "_name", None) or op.name())
+    return PLACEHOLDER
+
+
+def _resolve(entry, target, reference):
+    from dataclasses import replace
+    from pathlib import Path
+
+    from audit.engine.target import Target, resolve
+
+    if isinstance(target, str) and (reference is None or isinstance(reference, str)):
+        return resolve(entry, Path.cwd())
+    if isinstance(target, str):
+        found = resolve(replace(entry, reference=None), Path.cwd())
+        return Target(fn=found.fn, reference=reference, digest=found.digest, obj=found.obj)
+    obj = getattr(target, "_opoverload", target)
+    fn = obj.apply if entry.kind == "function" else obj
+    ref = resolve_reference(reference)
+    return Target(fn=fn, reference=ref, digest="python-api", obj=obj)
+
+
+def resolve_reference(reference):
+    """A reference given as an object or as ``"module:Qualname"``."""
+    from audit.engine.target import import_object
+
+    if reference is None or callable(reference):
+        return reference
+    return import_object(reference)
+
+
+def _safe(name: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._:-]", "_", name) or "target"
