@@ -14,6 +14,10 @@ COMPILE_BACKEND = click.option("--compile-backend", default="aot_eager", show_de
                                type=click.Choice(["aot_eager", "inductor", "eager"]),
                                help="torch.compile backend of the compile check (aot_eager: Dynamo and "
                                     "AOTAutograd, fast; inductor: the real code generator, slow to compile).")
+OUTPUT_FORMAT = click.option("--format", "output_format", type=click.Choice(["terminal", "github"]),
+                             default="terminal", show_default=True,
+                             help="github: error annotations at each failing entry's registry line before the "
+                                  "report, and a job summary when $GITHUB_STEP_SUMMARY is set.")
 REGISTRY = click.option("--registry", "registry", default="registry.yaml", show_default=True,
                         type=click.Path(dir_okay=False), help="The registry file.")
 
@@ -54,6 +58,7 @@ def cli() -> None:
                                                              "entries (merge the shards with audit merge).")
 @click.option("--durations", default=None, type=click.Path(dir_okay=False),
               help="An earlier matrix whose recorded seconds balance the shards (else: by entry count).")
+@OUTPUT_FORMAT
 @click.pass_context
 def run_command(ctx, **options) -> None:
     """Audit the registry: write the matrix and reports, exit 1 if the gate fails."""
@@ -118,11 +123,25 @@ def diff_cli(**options) -> None:
 @click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the merged matrix.json, matrix.md and the shards' replay scripts.")
 @click.option("--strict", is_flag=True, help="skip and xpass cells fail the gate too.")
+@OUTPUT_FORMAT
 def merge_cli(**options) -> None:
     """Combine shard matrices into one; exit 2 if a shard is missing or the shards disagree."""
     from audit.commands.merge import merge_command
 
     _exit(lambda: merge_command(**options))
+
+
+@cli.command("report")
+@click.argument("matrix_path", metavar="MATRIX", type=click.Path(dir_okay=False))
+@click.option("--format", "output_format", type=click.Choice(["text", "md", "html", "junit", "github", "json"]),
+              default="text", show_default=True, help="The report to render.")
+@click.option("--by-owner", is_flag=True, help="One table per owner.")
+@click.option("--out", default=None, type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+def report_cli(**options) -> None:
+    """Re-render a saved matrix in any format (exit 0: rendering does not gate)."""
+    from audit.commands.report import report
+
+    _exit(lambda: report(**options))
 
 
 @cli.command("schema")

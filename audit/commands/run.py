@@ -16,12 +16,12 @@ from audit.contract import Exit
 from audit.errors import UsageError
 from audit.profiles import settle
 from audit.registry.load import load_registry
-from audit.reporters import markdown, terminal
+from audit import reports
 
 
 def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, max_memory, strict,
         progress, compile_backend="aot_eager", profile=None, cache=False, cache_dir=None, cache_size="512M",
-        shard=None, durations=None, explicit=frozenset()) -> int:
+        shard=None, durations=None, output_format="terminal", explicit=frozenset()) -> int:
     """Audit the selected entries; write ``matrix.json``, ``matrix.md`` and replay scripts to ``out``.
 
     ``explicit`` names the options given on the command line: those win over the ``profile``'s values.
@@ -57,7 +57,7 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
     if split:
         matrix["shard"] = split
     _write(Path(out), matrix, result)
-    click.echo(terminal.render(matrix, color=sys.stdout.isatty(), width=_width()))
+    show(matrix, output_format)
     if options.cache_dir:
         click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
                    f"{options.cache_dir}; {result.computed} computed", err=True)
@@ -89,8 +89,16 @@ def _write(out: Path, matrix: dict, result) -> None:
             if cell.script:
                 name = f"{entry.entry.name}__{cell.check}__{cell.dtype}__{cell.device}.py"
                 matrix_mod.write_atomic(out / "repro" / re.sub(r"[^\w.-]", "_", name), cell.script)
-    matrix_mod.write_atomic(out / "matrix.md", markdown.render(matrix))
-    matrix_mod.write_atomic(out / "matrix.json", matrix_mod.dumps(matrix))
+    reports.write_all(out, matrix)
+
+
+def show(matrix: dict, output_format: str) -> None:
+    """The report on stdout (with GitHub's annotations first, and its job summary, when asked)."""
+    github = output_format == "github"
+    click.echo(reports.render(matrix, output_format if github else "text",
+                              color=sys.stdout.isatty() and not github, width=_width()), nl=False)
+    if github:
+        reports.github_summary(matrix)
 
 
 def _width() -> int:
