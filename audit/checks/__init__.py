@@ -15,7 +15,7 @@ from audit.checks.interface import Check
 #: Built-in checks in matrix order (a subset of the contract's CHECK_NAMES, in the same order).
 BUILTIN_MODULES = ("forward", "gradcheck", "gradgradcheck", "forward_ad", "undefined_grad", "empty",
                    "determinism", "dtype", "device", "noncontiguous", "alias", "saved_tensors", "vmap",
-                   "compile", "autocast", "checkpoint", "opcheck")
+                   "compile", "autocast", "checkpoint", "opcheck", "export", "distributed")
 
 
 def builtin_names() -> tuple[str, ...]:

@@ -14,6 +14,7 @@ BATCH = {"kind": "callable", "inputs": [{"shape": ["B", "N"]}], "dims": {"B": [0
 LINEAR = {"inputs": [{"shape": ["M", "K"]}, {"shape": ["K", "N"]}], "dims": {"M": [1, 4], "K": [1, 4], "N": [1, 4]},
           "reference": f"{T}:linear_reference"}
 OP = {"kind": "op", "load": [T], "inputs": [{"shape": ["B", "N"]}], "dims": {"B": [1, 4], "N": [1, 4]}}
+MATRIX = {"inputs": [{"shape": ["B", "N"]}], "dims": {"B": [1, 6], "N": [1, 3]}}
 
 
 def claims(spec: dict, **supports) -> dict:
@@ -32,6 +33,10 @@ CASES = [
     (f"{T}:PrivateDropout", "checkpoint", VECTOR, "forward is not pure", f"{T}:GlobalDropout"),
     ("audit_transforms::wrong_fake", "opcheck", OP, "test_faketensor failed", "audit_transforms::scale"),
     ("audit_transforms::no_autograd", "opcheck", OP, "no autograd formula", "audit_transforms::scale"),
+    (f"{T}:CachedByIdentity", "export", claims(VECTOR, export=True), "strict (Dynamo) trace baked in", f"{T}:Cube"),
+    ("audit_transforms::no_fake", "export", claims(OP, export=True), "trace (non-strict export)",
+     "audit_transforms::scale"),
+    (f"{T}:CenteredRows", "distributed", claims(MATRIX, distributed=True), "per-process state", f"{T}:Cube"),
 ]
 
 
@@ -126,3 +131,32 @@ def test_unclaimed_transform_failures_are_recorded_not_gated(write_registry, tmp
     assert loud.exit_code == 1
     assert "old vmap FAIL (float64, cpu): vmap: torch.func refuses this autograd.Function" in loud.output
     assert "branchy compile FAIL (float64, cpu): graph break" in loud.output
+
+
+def _rank_processes() -> list[int]:
+    """Live processes started from this one that run a distributed-check rank."""
+    import os
+    from pathlib import Path
+
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"audit.checks.ddp_rank" in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return [pid for pid in found if pid != os.getpid()]
+
+
+@pytest.mark.slow
+def test_a_rank_that_fails_is_named_and_no_rank_outlives_the_cell(tmp_path):
+    before = set(_rank_processes())
+    spec = claims(MATRIX, distributed=True)
+    found = observe(entry(tmp_path, target=f"{T}:BreaksOnRankOne", **spec), "distributed", examples=3)
+    assert found.verdict == VIOLATED and "rank 1 raised RuntimeError: rank 1 broke" in found.message
+    assert set(_rank_processes()) <= before
+
+
+def test_export_records_each_mode(tmp_path):
+    found = observe(entry(tmp_path, target=f"{T}:Cube", **claims(VECTOR, export=True)), "export", examples=3)
+    assert found.details == {"non-strict": "exported", "strict": "exported"}
