@@ -11,6 +11,8 @@ CHECK_NAMES = (
     "forward", "gradcheck", "gradgradcheck", "forward_ad", "undefined_grad", "empty", "determinism",
     "dtype", "device", "noncontiguous", "alias", "saved_tensors", "vmap", "compile", "autocast",
     "checkpoint", "opcheck", "export", "distributed",
+    # Extensions (appended, never renamed): modules and models.
+    "state_dict", "train_step", "accumulation",
 )
 
 DTYPE_ORDER = ("float64", "float32", "float16", "bfloat16")

@@ -38,6 +38,10 @@ def claimed_dtypes(entry: Entry) -> tuple[str, ...]:
     return entry.supports.dtypes
 
 
+#: The kinds a check runs on unless it says otherwise: everything called with drawn tensors.
+OPERATOR_KINDS = ("function", "op", "callable", "module")
+
+
 @dataclass(frozen=True)
 class Check:
     """One column of the matrix.
@@ -50,6 +54,7 @@ class Check:
     cases with a zero-sized dim; ``layouts`` draws a memory layout for every tensor input (``"mixed"``:
     contiguous too); ``batched`` draws a vmap batch position per tensor input. ``script`` is the
     plain-torch body of the replay script (names: ``fn``, ``ref``, ``args``, ``atol``, ``rtol``).
+    ``kinds`` are the entry kinds it has cells for (models have their own training checks).
     Bump ``version`` whenever the check's verdicts can change.
     """
 
@@ -64,5 +69,6 @@ class Check:
     empty: bool = False
     layouts: bool | str = False
     batched: bool = False
+    kinds: tuple[str, ...] = OPERATOR_KINDS
     script: str = ""
     version: int = 1

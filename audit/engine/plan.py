@@ -13,7 +13,7 @@ def plan(entry: Entry, checks: dict, *, only=None, devices=None) -> list[CellKey
     for name, check in checks.items():
         if only and name not in only:
             continue
-        if not (_selected(entry, name) and check.applies(entry)):
+        if not (_selected(entry, name) and entry.kind in check.kinds and check.applies(entry)):
             continue
         for dtype in sorted(check.dtypes(entry), key=DTYPE_ORDER.index):
             for device in sorted(entry.supports.devices, key=DEVICE_ORDER.index):

@@ -79,6 +79,12 @@ def _op(target: str):
 def _callable(entry: Entry, obj) -> Callable:
     import torch
 
+    if entry.kind in ("module", "model"):
+        if not callable(obj):
+            raise TargetError(f"{entry.target} is not a factory (got {type(obj).__name__}): kind {entry.kind} "
+                              "names a function that builds the " + ("module" if entry.kind == "module" else
+                                                                     "(model, make_batch, loss) triple"))
+        return ModuleCall(obj) if entry.kind == "module" else obj
     if entry.kind == "function":
         if not (inspect.isclass(obj) and issubclass(obj, torch.autograd.Function)):
             raise TargetError(f"{entry.target} is not a torch.autograd.Function subclass "
@@ -87,6 +93,49 @@ def _callable(entry: Entry, obj) -> Callable:
     if not callable(obj):
         raise TargetError(f"{entry.target} is not callable (got {type(obj).__name__})")
     return obj
+
+
+class ModuleCall:
+    """A module factory as a callable of the forward's arguments: the module is built once (from a fixed
+    seed, so every cell starts from the same parameters) and cast to the dtype and device of the first
+    floating tensor argument."""
+
+    SEED = 0
+
+    def __init__(self, factory):
+        self.factory = factory
+        self.instances: dict = {}
+
+    def module(self, dtype, device):
+        """The module at ``dtype`` on ``device`` (built on first use)."""
+        import torch
+
+        key = (str(dtype), str(device))
+        if key not in self.instances:
+            if "base" not in self.instances:
+                self.instances["base"] = self.fresh(self.SEED)
+            import copy
+
+            self.instances[key] = copy.deepcopy(self.instances["base"]).to(dtype=dtype, device=torch.device(device))
+        return self.instances[key]
+
+    def fresh(self, seed: int):
+        """A new instance built from ``seed``, with the factory's own dtype and device."""
+        import torch
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            built = self.factory()
+        if not isinstance(built, torch.nn.Module):
+            raise TargetError(f"the factory returned {type(built).__name__}, not an nn.Module")
+        return built
+
+    def __call__(self, *args):
+        import torch
+
+        tensor = next((a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()), None)
+        dtype, device = (tensor.dtype, tensor.device) if tensor is not None else (torch.float64, "cpu")
+        return self.module(dtype, device)(*args)
 
 
 def _digest(entry: Entry, obj) -> str:

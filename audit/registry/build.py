@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audit.registry.model import (DEFAULT_DOMAIN, Entry, Expectation, Supports, TensorSpec, Tolerance,
+from audit.registry.model import (DEFAULT_DOMAIN, Entry, Expectation, Supports, TensorSpec, Tolerance, Training,
                                   ValueSpec)
 
 
@@ -14,7 +14,7 @@ def build_entry(data: dict, line: int) -> Entry:
         owners=tuple(owner) if isinstance(owner, list) else (owner,),
         kind=data.get("kind", "function"),
         target=data["target"],
-        inputs=tuple(_input(spec) for spec in data["inputs"]),
+        inputs=tuple(_input(spec) for spec in data.get("inputs", ())),
         line=line,
         load=tuple(data.get("load", ())),
         reference=data.get("reference"),
@@ -26,6 +26,7 @@ def build_entry(data: dict, line: int) -> Entry:
                         if {"atol", "rtol"} <= set(tol)),
         expect=tuple(Expectation(**w) for w in data.get("expect", ())),
         checks=tuple(data.get("checks", ())),
+        training=Training(**data.get("training", {})),
     )
 
 

@@ -87,6 +87,17 @@ class Expectation:
 
 
 @dataclass(frozen=True)
+class Training:
+    """kind model: batch size, steps, SGD learning rate, micro-batches, batches scanned."""
+
+    batch: int = 8
+    steps: int = 4
+    lr: float = 0.05
+    micro_batches: int = 2
+    batches: int = 8
+
+
+@dataclass(frozen=True)
 class Entry:
     """One registered Function, op or callable, with its owner and claims."""
 
@@ -105,6 +116,7 @@ class Entry:
     tolerance: tuple[tuple[str, Tolerance], ...] = ()
     expect: tuple[Expectation, ...] = ()
     checks: tuple[str, ...] = ()
+    training: Training = field(default_factory=lambda: Training())
 
     def dim_range(self, name: str) -> tuple[int, int]:
         """The inclusive size range of a symbolic dim."""

@@ -39,8 +39,15 @@ def entry_problems(entry: dict, index: int, located: Located, file: str) -> list
 
 
 def _required(entry: dict) -> list:
-    return [((), f"missing required key {key!r} (set it on the entry or in defaults)")
-            for key in ("owner", "inputs") if key not in entry]
+    model = entry.get("kind") == "model"
+    found = [((), f"missing required key {key!r} (set it on the entry or in defaults)")
+             for key in ("owner",) + (() if model else ("inputs",)) if key not in entry]
+    if not model and entry.get("inputs") == []:
+        found.append((("inputs",), "expected at least one input (only kind model takes its inputs from make_batch)"))
+    if "training" in entry and not model:
+        found.append((("training",), f"expected no training settings for kind {entry.get('kind', 'function')} "
+                                     "(they are for kind model)"))
+    return found
 
 
 def _target(entry: dict) -> list:
