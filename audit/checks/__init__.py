@@ -15,7 +15,8 @@ from audit.checks.interface import Check
 #: Built-in checks in matrix order (a subset of the contract's CHECK_NAMES, in the same order).
 BUILTIN_MODULES = ("forward", "gradcheck", "gradgradcheck", "forward_ad", "undefined_grad", "empty",
                    "determinism", "dtype", "device", "noncontiguous", "alias", "saved_tensors", "vmap",
-                   "compile", "autocast", "checkpoint", "opcheck", "export", "distributed")
+                   "compile", "autocast", "checkpoint", "opcheck", "export", "distributed",
+                   "state_dict", "train_step", "accumulation")
 
 
 def builtin_names() -> tuple[str, ...]:

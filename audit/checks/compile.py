@@ -6,19 +6,21 @@ from __future__ import annotations
 import time
 
 from audit.checks import dynamo
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import OPERATOR_KINDS, Check, Violation
 from audit.checks.tensors import compare_all, gradients, outputs_of
 
 
 def run(subject, case) -> None:
     """Once per cell: compile and sweep shapes (compile time, recompiles). Every example: compare with eager."""
+    if subject.entry.kind == "model":
+        return _model_step(subject)
     compiled = subject.state.get("compiled")
     if compiled is None:
         compiled = subject.state["compiled"] = _prepare(subject, case)
     if subject.state.get("sweep_failure"):
         raise Violation(subject.state["sweep_failure"])
     eager_args, compiled_args = subject.args(case), subject.args(case)
-    eager = _run(subject.target.fn, eager_args, subject.seed)
+    eager = _run(subject.fn, eager_args, subject.seed)
     with dynamo.graph_breaks_explained():
         got = _run(compiled.fn, compiled_args, subject.seed)
     tol = subject.tolerance()
@@ -34,7 +36,7 @@ def _run(fn, args, seed: int):
 
 def _prepare(subject, case) -> dynamo.Compiled:
     """Compile afresh for this cell, then run a sweep of shapes to measure compile time and recompiles."""
-    compiled = dynamo.compile_fresh(subject.target.fn, subject.options.compile_backend)
+    compiled = dynamo.compile_fresh(subject.fn, subject.options.compile_backend)
     start = time.perf_counter()
     sweep = dynamo.shape_sweep(subject.entry, case)
     with dynamo.graph_breaks_explained():
@@ -49,6 +51,32 @@ def _prepare(subject, case) -> dynamo.Compiled:
     return compiled
 
 
+def _model_step(subject) -> None:
+    """kind model: one training step of the compiled model gives the eager step's loss and gradients."""
+    import torch
+
+    from audit.checks import training
+
+    eager, compiled = training.build(subject), training.build(subject)
+    compiled.module = torch.compile(compiled.module, backend=subject.options.compile_backend)
+    batch = eager.batch(subject.entry.training.batch, 0)
+    expected = eager.step(*batch)
+    start = time.perf_counter()
+    with dynamo.graph_breaks_explained():
+        got = compiled.step(*compiled.batch(subject.entry.training.batch, 0))
+    subject.metrics.update({"backend": subject.options.compile_backend,
+                            "compile_seconds": round(time.perf_counter() - start, 3)})
+    tol = subject.tolerance()
+    compare_all("compiled training step: loss", [got.detach()], [expected.detach()], tol)
+    names = list(eager.grads())
+    try:
+        compare_all("compiled training step: gradient", list(compiled.grads().values()), list(eager.grads().values()),
+                    tol)
+    except Violation as exc:
+        index = str(exc).split("gradient ")[1].split(":")[0]
+        raise Violation(f"{exc} (parameter {names[int(index)]!r})") from None
+
+
 CHECK = Check(
     name="compile",
     contract="torch.compile(fullgraph=True) on the chosen backend (aot_eager by default: Dynamo and "
@@ -57,6 +85,7 @@ CHECK = Check(
     run=run,
     claimed=lambda entry: entry.supports.compile,
     claim="supports.compile",
+    kinds=OPERATOR_KINDS + ("model",),
     script="""\
 import torch._dynamo
 torch._dynamo.reset()

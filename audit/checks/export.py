@@ -72,8 +72,8 @@ def _prepare(subject, case):
     template = [None if isinstance(a, torch.Tensor) else _Value(a) for a in example]
     tensors = [a for a in example if isinstance(a, torch.Tensor)]  # the very objects the warm-up sees
     with torch.no_grad():
-        subject.target.fn(*example)  # the warm-up call a deployment script makes before exporting
-    module = EntryModule(subject.target.fn, template)
+        subject.fn(*example)  # the warm-up call a deployment script makes before exporting
+    module = EntryModule(subject.fn, template)
     dynamic = _dynamic_shapes(entry, example)
     programs = {}
     for mode, strict in MODES:

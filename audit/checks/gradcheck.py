@@ -8,7 +8,7 @@ from torch.autograd.gradcheck import GradcheckError
 from audit.checks.interface import Check, Violation
 from audit.checks.jacobian import explain_gradcheck_failure, gradcheck_options, wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, vjp
+from audit.checks.tensors import compare_all, outputs_of, vjp
 
 
 def run(subject, case) -> None:
@@ -23,8 +23,34 @@ def run(subject, case) -> None:
         torch.autograd.gradcheck(fn, inputs, **options)
     except GradcheckError as exc:
         raise Violation(explain_gradcheck_failure(fn, inputs, exc, options)) from None
+    if subject.entry.kind == "module":
+        _parameters(subject, args)
     if subject.target.reference is not None:
         _against_reference(subject, case)
+
+
+def _parameters(subject, args) -> None:
+    """A module's gradients with respect to its parameters, against finite differences too."""
+    module = subject.target.fn.module(getattr(torch, subject.dtype), subject.device)
+    names = [name for name, p in module.named_parameters() if p.requires_grad]
+    if not names:
+        return
+    values = [module.get_parameter(n).detach().clone().requires_grad_() for n in names]
+    fixed = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+
+    def fn(*params):
+        found = outputs_of(torch.func.functional_call(module, dict(zip(names, params)), tuple(fixed)))
+        floating = [o for o in found if o.is_floating_point()]
+        return tuple(floating) if len(floating) != 1 else floating[0]
+
+    options = gradcheck_options(subject, values)
+    try:
+        torch.autograd.gradcheck(fn, values, **options)
+    except GradcheckError as exc:
+        message = explain_gradcheck_failure(fn, values, exc, options)
+        for i, name in enumerate(names):
+            message = message.replace(f"with respect to input {i}:", f"with respect to parameter {name!r}:")
+        raise Violation(f"parameters: {message}") from None
 
 
 def _against_reference(subject, case) -> None:
@@ -44,8 +70,9 @@ def _against_reference(subject, case) -> None:
 CHECK = Check(
     name="gradcheck",
     contract="the analytic gradient equals central finite differences (torch.autograd.gradcheck, "
-             "slow mode up to 256 input elements, fast mode with atol scaled by size beyond), and "
-             "with a reference, equals the reference's gradient at float64-tight tolerance",
+             "slow mode up to 1,024 input elements, fast mode with atol scaled by size beyond), with "
+             "respect to a module's parameters too, and with a reference, equals the reference's "
+             "gradient at float64-tight tolerance",
     run=run,
     script="""\
 diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]

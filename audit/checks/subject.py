@@ -56,6 +56,15 @@ class Subject:
         """The target on ``args``."""
         return self.target.fn(*args)
 
+    @property
+    def fn(self):
+        """The callable itself at this cell's dtype and device: for a module, the module instance (what
+        torch.compile and torch.export should trace), else the target's callable."""
+        maker = self.target.fn
+        if hasattr(maker, "module") and callable(getattr(maker, "fresh", None)):
+            return maker.module(getattr(torch, self.dtype), self.device)
+        return maker
+
     def tolerance(self, dtype: str | None = None, *, tight: bool = False) -> Tolerance:
         """The entry's tolerance for ``dtype``, else torch.testing's (tight float64 on request)."""
         dtype = dtype or self.dtype

@@ -18,6 +18,9 @@ OLD_STYLE = ("torch.func refuses this autograd.Function: it takes ctx in forward
              "forward(*args) without ctx plus setup_context(ctx, inputs, output), then set generate_vmap_rule "
              "= True (pure-torch forward) or write a vmap staticmethod; see "
              "https://pytorch.org/docs/stable/notes/extending.func.html")
+INSIDE = ("torch.func refuses an autograd.Function called inside: either an old-style Function (ctx in "
+          "forward: give it setup_context and a vmap rule) or a torch.library op with register_autograd, which "
+          "PyTorch builds that way itself (its bug: pytorch/pytorch#168393)")
 NO_RULE = ("the autograd.Function has no vmap support: set generate_vmap_rule = True (when forward, backward "
            "and jvp are pure torch) or write vmap(info, in_dims, *args) -> (output, out_dims)")
 NO_JVP = ("jacfwd needs forward-mode AD: write a jvp(ctx, *tangents) staticmethod using ctx.save_for_forward, "
@@ -137,7 +140,9 @@ def _transform(subject, label: str, thunk):
         if is_setup_context_refusal(exc):
             if subject.entry.kind == "op":
                 raise TorchBugHit(CUSTOM_OP_FUNCTORCH, f"{label} could not be checked") from None
-            raise Violation(f"{label}: {OLD_STYLE}") from None
+            if subject.entry.kind == "function":
+                raise Violation(f"{label}: {OLD_STYLE}") from None
+            raise Violation(f"{label}: {INSIDE}") from None
         if "does not have vmap support" in text:
             raise Violation(f"{label}: {NO_RULE}") from None
         if "must implement the jvp function" in text:

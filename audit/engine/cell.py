@@ -41,7 +41,8 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
     script = replay_script(entry, check, found.case, dtype=key.dtype, device=key.device, seed=options.seed,
                            message=found.message, base=str(Path(options.base).resolve()),
                            tolerance=subject.tolerance(tight=True))
-    return Outcome(key, VIOLATED, f"{found.message}; on {found.case.describe()}", found.examples,
+    where = f"; on {found.case.describe()}" if found.case.args else ""
+    return Outcome(key, VIOLATED, f"{found.message}{where}", found.examples,
                    found.seconds, found.case.to_json(), script, metrics)
 
 

@@ -29,6 +29,11 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append(_target_line("ref", entry.reference, "callable") if entry.reference else "ref = None")
     lines.append(f"dtype, device = torch.{dtype}, {device!r}")
     lines.append(f"atol, rtol = {tolerance.atol!r}, {tolerance.rtol!r}")
+    if entry.kind == "module":
+        lines.append("fn = fn.to(dtype=dtype, device=device)")
+    if entry.kind == "model":
+        lines.append(MODEL_REPLAY.format(batch=entry.training.batch, batches=entry.training.batches))
+        return "\n".join(lines) + "\n"
     if case.layouts:
         lines.append(LAYOUT_HELPER)
     lines.append("args = [")
@@ -70,11 +75,26 @@ def _comment(message: str) -> str:
     return message.replace('"""', "'''").replace("\\", "\\\\")
 
 
+MODEL_REPLAY = '''\
+model, make_batch, loss_fn = fn
+model = model.to(dtype=dtype, device=device)
+for seed in range({batches}):
+    inputs, targets = make_batch({batch}, seed)
+    model.zero_grad()
+    loss = loss_fn(model(*inputs), targets)
+    loss.backward()
+    norms = [p.grad.norm().item() for p in model.parameters() if p.grad is not None]
+    print("batch seed", seed, "loss", loss.item(), "gradient norms", norms)
+'''
+
+
 def _target_line(name: str, target: str, kind: str) -> str:
     if kind == "op":
         namespace, _, rest = target.partition("::")
         return f"{name} = torch.ops.{namespace}.{rest}"
     module, _, qualname = target.partition(":")
+    if kind in ("module", "model"):  # the factory, called from the audit's fixed seed
+        return f"import {module}\ntorch.manual_seed(0)\n{name} = {module}.{qualname}()"
     suffix = ".apply" if kind == "function" else ""
     return f"import {module}\n{name} = {module}.{qualname}{suffix}"
 

@@ -1,0 +1,56 @@
+"""``state_dict`` (kind ``module``): save the module's state_dict, load it into a fresh instance built
+from another seed, and get the same outputs and gradients (inputs and parameters)."""
+
+from __future__ import annotations
+
+import io
+
+import torch
+
+from audit.checks.interface import Check, Violation
+from audit.checks.tensors import compare_all, gradients, outputs_of
+
+LOST = ("a tensor the forward uses is not saved: make it a parameter or a registered buffer "
+        "(self.register_buffer), or restore it in load_state_dict")
+
+
+def run(subject, case) -> None:
+    """The cell's module against a fresh instance that loaded its state_dict through torch.save."""
+    maker = subject.target.fn
+    dtype = getattr(torch, subject.dtype)
+    original = maker.module(dtype, subject.device)
+    buffer = io.BytesIO()
+    torch.save(original.state_dict(), buffer)
+    buffer.seek(0)
+    fresh = maker.fresh(maker.SEED + 1).to(dtype=dtype, device=torch.device(subject.device))
+    try:
+        fresh.load_state_dict(torch.load(buffer, weights_only=True))
+    except Exception as exc:
+        raise Violation(f"load_state_dict into a fresh instance raised {type(exc).__name__}: "
+                        f"{str(exc).strip().splitlines()[0]}") from None
+    before, after = _run(original, subject, case), _run(fresh, subject, case)
+    tol = subject.tolerance()
+    try:
+        compare_all("after a state_dict round trip, output", after[0], before[0], tol)
+        compare_all("after a state_dict round trip, gradient of input", after[1], before[1], tol)
+        compare_all("after a state_dict round trip, gradient of parameter", after[2], before[2], tol)
+    except Violation as exc:
+        raise Violation(f"{exc}; {LOST}") from None
+
+
+def _run(module, subject, case):
+    args = subject.args(case)
+    params = [p for p in module.parameters() if p.requires_grad]
+    outputs = outputs_of(module(*args))
+    grads = gradients(outputs, list(args) + params, subject.seed)
+    inputs = sum(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+    return [o.detach() for o in outputs], grads[:inputs], grads[inputs:]
+
+
+CHECK = Check(
+    name="state_dict",
+    contract="kind module: after torch.save of the state_dict and load_state_dict into a fresh instance (built "
+             "from another seed), outputs and gradients (inputs and parameters) are unchanged",
+    run=run,
+    kinds=("module",),
+)
