@@ -20,7 +20,7 @@ def columns(matrix: dict) -> list[str]:
 SHORT = {"forward": "fwd", "gradcheck": "grad", "gradgradcheck": "grad2", "forward_ad": "jvp",
          "undefined_grad": "undef", "determinism": "det", "device": "dev", "noncontiguous": "strides",
          "saved_tensors": "saved", "autocast": "amp", "checkpoint": "ckpt", "opcheck": "opchk",
-         "distributed": "ddp"}
+         "distributed": "ddp", "state_dict": "sd", "train_step": "train", "accumulation": "accum"}
 
 
 def short(name: str) -> str:
@@ -47,9 +47,15 @@ def rows(matrix: dict) -> list[tuple[dict, str | None]]:
     return [(e, d) for e in matrix["entries"] for d in dict.fromkeys(c["device"] for c in e["cells"])]
 
 
+#: Kinds shown beside the name: the layers above the operators.
+LAYERS = ("module", "model")
+
+
 def row_label(entry: dict, device: str | None) -> str:
-    """An entry's name, with the device when rows are split by device."""
-    return entry["name"] if device is None else f"{entry['name']} ({device})"
+    """An entry's name (with its layer when it is a module or model), and the device when rows are
+    split by device."""
+    name = f"{entry['name']} [{entry['kind']}]" if entry.get("kind") in LAYERS else entry["name"]
+    return name if device is None else f"{name} ({device})"
 
 
 def owner_groups(matrix: dict) -> list[tuple[str, dict]]:

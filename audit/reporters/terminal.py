@@ -38,12 +38,12 @@ def render(matrix: dict, *, color: bool = False, width: int = 120, by_owner: boo
 
 def _table(matrix: dict, title: str) -> Table:
     names = columns(matrix)
-    table = Table(title=title, show_lines=False)
+    table = Table(title=title, show_lines=False, padding=(0, 0), collapse_padding=True, min_width=len(title) + 4)
     table.add_column("entry", no_wrap=True)
     for name in names:
         table.add_column(short(name), justify="center", no_wrap=True)
     for entry, device in rows(matrix):
-        table.add_row(row_label(entry, device), *[_cell(group(entry, n, device)) for n in names])
+        table.add_row(Text(row_label(entry, device)), *[_cell(group(entry, n, device)) for n in names])
     return table
 
 
