@@ -33,9 +33,17 @@ def entry_problems(entry: dict, index: int, located: Located, file: str) -> list
     """Every rule below, applied to one merged entry."""
     base = ("entries", index)
     found: list[tuple[tuple, str]] = []
-    for rule in (_required, _target, _dims, _indices, _domains, _expect):
+    for rule in (_required, _owner, _target, _dims, _indices, _domains, _expect):
         found += rule(entry)
     return [Problem(file, *located.where(base + p), dotted(base + p), msg) for p, msg in found]
+
+
+def _owner(entry: dict) -> list:
+    owners = entry.get("owner")
+    owners = owners if isinstance(owners, list) else [owners] if isinstance(owners, str) else []
+    bad = [o for o in owners if isinstance(o, str) and (not o.strip() or any(c in o for c in " <>\t"))]
+    return [(("owner",), f"expected a team or person handle such as @ml-kernels, got {bad[0]!r} (a placeholder "
+                         "`audit scan --write` left: fill it in)")] if bad else []
 
 
 def _required(entry: dict) -> list:

@@ -1,0 +1,148 @@
+"""Registry stubs for unregistered findings, inferred from the calls seen, appended to the registry text
+without disturbing its comments or order."""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from audit.contract import DEVICE_ORDER, DTYPE_ORDER
+from audit.scan import codeowners
+from audit.scan.findings import Finding
+
+#: What the scan writes where no CODEOWNERS rule names an owner: ``audit validate`` refuses it.
+PLACEHOLDER = "<owner: fill me in>"
+SYMBOLS = "BNMKLTHWCDEFGPQRSUVXYZ"
+#: Symbolic dims get at most this many sizes above the smallest seen: enough variety, cheap checks.
+SPAN = 4
+
+
+def stubs(findings: list[Finding], registry, *, root: Path, load: list[str]) -> list[dict]:
+    """One entry per finding, named uniquely against the registry and each other."""
+    taken = {e.name for e in registry.entries} if registry else set()
+    rules = codeowners.load(root)
+    made = []
+    for finding in findings:
+        name = _unique(_snake(finding.target), taken)
+        taken.add(name)
+        owner = codeowners.owners(rules, _relative(finding.source, root)) if finding.source else []
+        entry = {"name": name, "owner": owner[0] if len(owner) == 1 else owner or PLACEHOLDER,
+                 "kind": finding.kind, "target": finding.target}
+        if finding.kind == "op" and load:
+            entry["load"] = list(load)
+        inputs, dims = infer(finding)
+        entry["inputs"] = inputs
+        if dims:
+            entry["dims"] = dims
+        seen = {a[2] for c in finding.calls for a in c.args if a[0] == "tensor" and a[2].startswith(("float", "bfloat"))}
+        devices = sorted({a[4] for c in finding.calls for a in c.args if a[0] == "tensor"})
+        # float64 is claimed beside what was seen: gradients are judged by finite differences in it.
+        dtypes = [d for d in DTYPE_ORDER if d in seen | {"float64"}]
+        entry["supports"] = {"dtypes": dtypes, "devices": [d for d in DEVICE_ORDER if d in devices] or ["cpu"]}
+        made.append(entry)
+    return made
+
+
+def infer(finding: Finding) -> tuple[list, dict]:
+    """Inputs (symbolic dims where sizes varied) and dim ranges, from the calls seen."""
+    arity = Counter(len(c.args) for c in finding.calls).most_common(1)[0][0]
+    calls = [c for c in finding.calls if len(c.args) == arity]
+    positions: dict[tuple, list] = {}
+    for i in range(arity):
+        first = calls[0].args[i]
+        if first[0] == "tensor" and all(c.args[i][0] == "tensor" and len(c.args[i][1]) == len(first[1]) for c in calls):
+            for axis in range(len(first[1])):
+                positions[(i, axis)] = [c.args[i][1][axis] for c in calls]
+    names: dict[tuple, str] = {}
+    for key, sizes in positions.items():
+        if len(set(sizes)) > 1 and tuple(sizes) not in names:
+            names[tuple(sizes)] = SYMBOLS[len(names) % len(SYMBOLS)] + ("" if len(names) < len(SYMBOLS) else str(len(names)))
+    inputs, dims = [], {}
+    for i in range(arity):
+        first = calls[0].args[i]
+        if first[0] != "tensor":
+            inputs.append({"value": first[2] if first[2] is not None or first[1] == "None" else first[1]})
+            continue
+        shape = []
+        for axis in range(len(first[1])):
+            sizes = positions[(i, axis)]
+            if len(set(sizes)) == 1:
+                shape.append(sizes[0])
+            else:
+                symbol = names[tuple(sizes)]
+                shape.append(symbol)
+                dims[symbol] = [min(sizes), min(max(sizes), min(sizes) + SPAN)]
+        spec = {"shape": shape}
+        low = min(c.args[i][6] for c in calls)
+        high = max(c.args[i][7] for c in calls)
+        if first[2].startswith(("float", "bfloat")):
+            spec["domain"] = _domain(low, high)
+        else:
+            spec.update(dtype=first[2], domain=[math.floor(low), math.ceil(high)], requires_grad=False)
+        inputs.append(spec)
+    return inputs, dims
+
+
+def render(entries: list[dict], indent: int) -> str:
+    """Block YAML for the entries, at the registry's indentation, under a comment saying what to do."""
+    today = datetime.date.today().isoformat()
+    pad = " " * indent
+    lines = [f"{pad}# Added by `audit scan --write` on {today}: fill in each owner, then check the inputs",
+             f"{pad}# (inferred from the calls seen) and the claims before committing."]
+    for entry in entries:
+        text = yaml.safe_dump([entry], sort_keys=False, default_flow_style=None, width=100, allow_unicode=True)
+        lines += [pad + line for line in text.rstrip("\n").splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def append(text: str, entries: list[dict]) -> str:
+    """``text`` (a registry) with ``entries`` added at the end of its ``entries`` list, comments kept."""
+    root = yaml.compose(text)
+    node = next((value for key, value in root.value if key.value == "entries"), None) if root else None
+    if node is None or not isinstance(node, yaml.SequenceNode):
+        raise ValueError("the registry has no entries list to append to")
+    if node.flow_style or not node.value:
+        indent = 2
+        start, end = node.start_mark.index, node.end_mark.index
+        return text[:start].rstrip(" ") + "\n" + render(entries, indent) + text[end:].lstrip("\n")
+    indent = node.start_mark.column
+    lines = text.splitlines(keepends=True)
+    last = node.value[-1].end_mark.line + (0 if node.value[-1].end_mark.column == 0 else 1)
+    while last > 0 and not lines[last - 1].strip():
+        last -= 1
+    body = "".join(lines[:last])
+    if not body.endswith("\n"):
+        body += "\n"
+    return body + "\n" + render(entries, indent) + "".join(lines[last:])
+
+
+def _domain(low: float, high: float) -> list[float]:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return [-1.0, 1.0]
+    if high - low < 1e-6:
+        low, high = low - 1, high + 1
+    return [math.floor(low * 100) / 100, math.ceil(high * 100) / 100]
+
+
+def _snake(target: str) -> str:
+    last = re.split(r"[:.]", target)[-1].lstrip("_")
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", last).lower() or "entry"
+
+
+def _unique(name: str, taken: set) -> str:
+    candidate, n = name, 2
+    while candidate in taken:
+        candidate, n = f"{name}_{n}", n + 1
+    return candidate
+
+
+def _relative(source: str, root: Path) -> str:
+    try:
+        return Path(source).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return Path(source).as_posix()
