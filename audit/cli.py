@@ -144,6 +144,32 @@ def report_cli(**options) -> None:
     _exit(lambda: report(**options))
 
 
+@cli.command("scan")
+@click.argument("model", required=False)
+@click.option("--source", multiple=True, type=click.Path(exists=True),
+              help="Read these files or folders instead of (or as well as) running MODEL (repeatable).")
+@click.option("--input-shape", multiple=True, help="When MODEL returns only a module: one per input, e.g. 2,8.")
+@click.option("--dtype", default="float32", show_default=True, help="dtype of the random inputs --input-shape makes.")
+@REGISTRY
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--write", is_flag=True, help="Append a registry stub for each unregistered item (comments kept).")
+def scan_cli(**options) -> None:
+    """Find custom Functions and ops a model uses (MODEL: pkg.module:build returning (model, inputs)) or
+    its sources define; exit 1 if any is not registered."""
+    from audit.commands.scan import scan
+
+    _exit(lambda: scan(**options))
+
+
+@cli.command("init")
+@click.option("--dir", "directory", default=".", show_default=True, type=click.Path(file_okay=False))
+def init_cli(directory: str) -> None:
+    """Scaffold registry.yaml, checks/, reports/ and a CI workflow in a repository without a registry."""
+    from audit.commands.init import init
+
+    _exit(lambda: init(directory))
+
+
 @cli.command("schema")
 def schema_command() -> None:
     """Print the path of the registry's JSON Schema (for the yaml-language-server modeline)."""

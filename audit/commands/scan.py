@@ -1,0 +1,135 @@
+"""``audit scan``: the custom autograd code a model uses (or its sources define), against the registry."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from audit.contract import Exit
+from audit.errors import UsageError
+from audit.matrix import write_atomic
+
+STATUS_STYLE = {"registered": "green", "UNREGISTERED": "bold red", "not seen": "dim", "info": "blue"}
+
+
+def scan(model, source, input_shape, dtype, registry, output_format, write) -> int:
+    """Scan, compare, print; exit 1 when something used is not registered (the intake gate)."""
+    from audit.scan.compare import compare
+
+    if not model and not source:
+        raise UsageError("give a MODEL (pkg.module:build) to run, or --source PATH to read")
+    if write and not model:
+        raise UsageError("--write needs observed calls to infer inputs from: scan a MODEL")
+    loaded = _registry(registry, required=write)
+    findings, info = [], []
+    if model:
+        findings += _run_model(model, input_shape, dtype)
+    if source:
+        from audit.scan.static import scan_sources
+
+        found = scan_sources(source)
+        findings += [f for f in found if f.kind in ("function", "op")]
+        info += [f for f in found if f.kind not in ("function", "op")]
+    findings = _unique(findings)
+    result = compare(findings, loaded, resolve=bool(model))
+    if output_format == "json":
+        click.echo(json.dumps({**result.to_json(), "notes": [f.to_json() for f in info]}, indent=2, sort_keys=True))
+    else:
+        click.echo(_table(result, info, loaded), nl=False)
+    if write and result.unregistered:
+        _write(Path(registry), loaded, list(result.unregistered), model)
+    return Exit.GATE_FAILED if result.unregistered else Exit.OK
+
+
+def _registry(path: str, *, required: bool):
+    from audit.registry.load import load_registry
+
+    if Path(path).is_file():
+        return load_registry(path)
+    if required:
+        raise UsageError(f"{path}: no registry to write stubs into; create one with `audit init`")
+    return None
+
+
+def _run_model(spec: str, shapes, dtype: str):
+    import torch
+
+    from audit.engine.target import TargetError, import_object
+    from audit.scan.runtime import scan_model
+
+    if str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        factory = import_object(spec)
+        built = factory()
+    except TargetError as exc:
+        raise UsageError(f"MODEL {spec}: {exc}") from None
+    if isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], torch.nn.Module):
+        model, inputs = built
+    elif isinstance(built, torch.nn.Module):
+        if not shapes:
+            raise UsageError(f"MODEL {spec} returned only a module: give --input-shape for each input (e.g. 2,8)")
+        model, inputs = built, tuple(torch.randn(*_shape(s), dtype=getattr(torch, dtype)) for s in shapes)
+    else:
+        raise UsageError(f"MODEL {spec} must return (model, inputs) or an nn.Module; got {type(built).__name__}")
+    return scan_model(model, tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,))
+
+
+def _shape(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.replace("x", ",").split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"--input-shape {text!r}: expected sizes like 2,8") from None
+
+
+def _unique(findings):
+    seen, kept = set(), []
+    for finding in findings:
+        if (finding.kind, finding.target) not in seen:
+            seen.add((finding.kind, finding.target))
+            kept.append(finding)
+    return kept
+
+
+def _table(result, info, registry) -> str:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="custom autograd code", show_lines=False)
+    for column in ("status", "kind", "target", "entry", "calls", "where"):
+        table.add_column(column, overflow="fold")
+    rows = [("registered", f, name) for f, name in result.used] + [("UNREGISTERED", f, "") for f in result.unregistered]
+    for status, finding, name in rows:
+        table.add_row(Text(status, style=STATUS_STYLE[status]), finding.kind, Text(finding.target), name,
+                      str(len(finding.calls)) if finding.calls else "", Text("\n".join(finding.sites[:3])))
+    for name in result.unseen:
+        table.add_row(Text("not seen", style=STATUS_STYLE["not seen"]), "", "", name, "", "")
+    for note in info:
+        table.add_row(Text("info", style=STATUS_STYLE["info"]), note.kind, Text(note.target), "", "",
+                      Text("\n".join(note.sites[:3])))
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=160, force_terminal=sys.stdout.isatty(), no_color=not sys.stdout.isatty())
+    console.print(table)
+    where = registry.path if registry else "no registry"
+    verdict = (f"{len(result.unregistered)} used but unregistered (against {where}): register them "
+               "(audit scan MODEL --write drafts the entries)" if result.unregistered
+               else f"everything used is registered (against {where})")
+    console.print(Text(verdict, style="bold red" if result.unregistered else "bold green"))
+    return buffer.getvalue()
+
+
+def _write(path: Path, registry, findings, model: str) -> None:
+    from audit.scan import stubs
+
+    entries = stubs.stubs(findings, registry, root=Path.cwd(), load=[model.partition(":")[0]])
+    text = stubs.append(path.read_text(), entries)
+    write_atomic(path, text)
+    placeholders = sum(e["owner"] == stubs.PLACEHOLDER for e in entries)
+    click.echo(f"wrote {len(entries)} stub(s) to {path}"
+               + (f"; {placeholders} owner(s) to fill in (audit validate refuses the placeholder)" if placeholders else ""),
+               err=True)
