@@ -98,7 +98,8 @@ def _explain(exc: Exception) -> str:
     if not lines:
         return "(no message)"
     parts = [lines[0].rstrip(".")[:200]]
-    parts += [line[:200] for line in lines[1:] if line.startswith("Explanation:")][:1]
+    parts += [line[:200] for line in lines[1:] if line.startswith(("Explanation:", "Developer debug context:"))
+              and line.split(":", 1)[1].strip()][:1]
     where = next((line.lstrip("# ") for line in lines if line.startswith("# File")), "")
     return "; ".join(parts) + (f" ({where})" if where else "")
 

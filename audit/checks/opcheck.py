@@ -16,8 +16,8 @@ HINTS = {
     "test_schema": "the op mutates or aliases an argument its schema does not declare (mutates_args)",
     "test_autograd_registration": "no kernel at an Autograd key: use register_autograd, not an "
                                   "autograd.Function registered at a backend key",
-    "test_faketensor": "the fake (meta) kernel disagrees with the real one in shape, strides, dtype or "
-                       "device: fix register_fake",
+    "test_faketensor": "the fake (meta) kernel is missing or disagrees with the real one in shape, strides, "
+                       "dtype or device: register_fake in Python, a Meta kernel in C++",
     "test_aot_dispatch_dynamic": "AOTAutograd (torch.compile's autograd) fails or disagrees with eager: "
                                  "often a missing register_autograd or a fake kernel that cannot trace",
 }
@@ -40,11 +40,12 @@ def _passed(result) -> str:
 
 def _first_line(exc) -> str:
     text = str(exc).strip()
+    kind = type(exc).__name__
     for line in text.splitlines():
         line = line.strip()
         if line and not line.startswith(("opcheck(op, ...):", "Traceback")):
-            return line[:300]
-    return text.splitlines()[0][:300] if text else type(exc).__name__
+            return f"{kind}: {line[:300]}"
+    return kind
 
 
 CHECK = Check(

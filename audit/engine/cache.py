@@ -91,7 +91,15 @@ def code_fingerprint(entry, base: Path, checks_dir: Path | None = None) -> dict 
         modules.append(entry.reference.partition(":")[0])
     if str(base) not in sys.path:
         sys.path.insert(0, str(base))
+    from audit.engine.native import is_native
+
     files = {}
+    for item in [i for i in entry.load if is_native(i)]:
+        path = base / item
+        if not path.is_file():
+            return None
+        files[item] = _file_digest(path)
+    modules = [m for m in modules if not is_native(m)]
     for module in modules:
         origin = _origin(module)
         if origin is None:

@@ -14,7 +14,7 @@ from audit.inputs.strategies import for_check
 
 def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example=None) -> Outcome:
     """The outcome of ``check`` on ``entry`` at ``key``; never raises for the target's faults."""
-    skip = _unavailable(key.device)
+    skip = _unavailable(key.device) or target.unbuilt.get(key.device, "")
     if skip:
         return Outcome(key, SKIPPED, skip)
     seed = cell_seed(options.seed, entry.name, key.check, key.dtype, key.device)

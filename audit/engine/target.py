@@ -6,10 +6,11 @@ import hashlib
 import importlib
 import inspect
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from audit.engine import native
 from audit.registry.model import Entry
 
 
@@ -25,18 +26,25 @@ class Target:
     reference: Callable | None
     digest: str
     obj: object
+    unbuilt: dict = field(default_factory=dict)
 
 
 def resolve(entry: Entry, base: Path) -> Target:
     """Load the entry's modules and return its :class:`Target`; raises :class:`TargetError`."""
     if str(base) not in sys.path:
         sys.path.insert(0, str(base))
+    try:
+        loaded = native.load(entry.load, base)
+    except native.NativeError as exc:
+        raise TargetError(str(exc)) from None
     for item in entry.load:
-        _load(item)
+        if not native.is_native(item):
+            _load(item)
     obj = _op(entry.target) if entry.kind == "op" else import_object(entry.target)
     fn = _callable(entry, obj)
     reference = import_object(entry.reference) if entry.reference else None
-    return Target(fn=fn, reference=reference, digest=_digest(entry, obj), obj=obj)
+    return Target(fn=fn, reference=reference, digest=_digest(entry, obj, loaded.files), obj=obj,
+                  unbuilt=loaded.unbuilt)
 
 
 def import_object(spec: str):
@@ -54,9 +62,6 @@ def import_object(spec: str):
 
 
 def _load(item: str) -> None:
-    if item.endswith((".so", ".dylib", ".dll", ".cpp", ".cu", ".cc")):
-        raise TargetError(f"load: {item!r}: native libraries and sources are not supported yet; "
-                          "list Python modules only")
     try:
         importlib.import_module(item)
     except Exception as exc:
@@ -138,13 +143,16 @@ class ModuleCall:
         return self.module(dtype, device)(*args)
 
 
-def _digest(entry: Entry, obj) -> str:
+def _digest(entry: Entry, obj, native_files=()) -> str:
+    """sha256 of the target's code: its source file, or for an op its schema, its Python modules and its
+    native sources or library, so that a changed kernel is told apart from a changed framework."""
     hasher = hashlib.sha256()
     if entry.kind == "op":
         hasher.update(str(getattr(obj, "_schemas", "") or getattr(obj, "_schema", "")).encode())
-        sources = [_module_file(item) for item in entry.load]
+        sources = [_module_file(item) for item in entry.load if not native.is_native(item)]
+        sources += [str(p) for p in native_files]
     else:
-        sources = [_source_file(obj)]
+        sources = [_source_file(obj)] + [str(p) for p in native_files]
     for source in filter(None, sources):
         hasher.update(Path(source).read_bytes())
     return hasher.hexdigest()
