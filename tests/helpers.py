@@ -24,11 +24,12 @@ def entry(tmp_path, **spec):
     return load_registry(path).entries[0]
 
 
-def observe(entry, check: str, dtype: str = "float64", *, examples: int = 20, seed: int = 0, claimed=True):
-    """The raw outcome of ``check`` on ``entry`` at (dtype, cpu)."""
+def observe(entry, check: str, dtype: str = "float64", *, examples: int = 20, seed: int = 0, claimed=True,
+            device: str = "cpu"):
+    """The raw outcome of ``check`` on ``entry`` at (dtype, device)."""
     target = resolve(entry, ROOT)
     options = RunOptions(examples=examples, seed=seed, base=str(ROOT))
-    return run_cell(entry, target, builtin()[check], CellKey(check, dtype, "cpu"), options, claimed)
+    return run_cell(entry, target, builtin()[check], CellKey(check, dtype, device), options, claimed)
 
 
 def matrix_without_timings(text: str) -> dict:
