@@ -27,6 +27,7 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
     ``explicit`` names the options given on the command line: those win over the ``profile``'s values.
     """
     from audit.engine.options import RunOptions
+    from audit.engine.pool import prestart
     from audit.engine.run import run as run_engine
     from audit.progress import progress as make_progress
 
@@ -37,17 +38,24 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
     split = None
     if shard:
         entries, split = _shard(entries, shard, durations)
-    table = check_table(loaded)
-    only = select_checks(table, checks)
     base = Path(registry).resolve().parent
     options = RunOptions(examples=settled["examples"], seed=seed, timeout=settled["timeout"],
                          max_memory=parse_size(max_memory, "--max-memory"), jobs=jobs, base=str(base),
                          checks_dir=str(checks_dir(loaded)), compile_backend=settled["compile_backend"],
                          cache_dir=str(Path(cache_dir) if cache_dir else base / ".audit-cache") if settled["cache"] else None,
                          cache_size=parse_size(cache_size, "--cache-size"))
-    with make_progress(progress) as reporter:
-        result = run_engine(loaded, entries, table, options, only=only, devices=set(devices) or None,
-                            on_event=reporter) if entries else None
+    # Workers import torch while this process does (the check table needs it): the two overlap. With the
+    # cache on, most runs need no worker at all, so none is started ahead.
+    workers = [] if options.cache_dir or not entries else prestart(options, min(jobs, len(entries)))
+    try:
+        table = check_table(loaded)
+        only = select_checks(table, checks)
+        with make_progress(progress) as reporter:
+            result = run_engine(loaded, entries, table, options, only=only, devices=set(devices) or None,
+                                on_event=reporter, workers=workers) if entries else None
+    finally:
+        for worker in workers:
+            worker.close()
     if result is not None and not result.entries and not split:
         raise UsageError("nothing selected: no entry has a cell for the chosen checks and devices")
     if result is None:

@@ -89,8 +89,11 @@ def code_fingerprint(entry, base: Path, checks_dir: Path | None = None) -> dict 
     modules += list(entry.load)
     if entry.reference:
         modules.append(entry.reference.partition(":")[0])
-    if str(base) not in sys.path:
-        sys.path.insert(0, str(base))
+    # The places a worker imports from: the registry's folder, and its working directory (sys.path[0] of
+    # `python -m audit.engine.worker`), which a console script's own sys.path lacks.
+    for folder in (str(base), os.getcwd()):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
     from audit.engine.native import is_native
 
     files = {}

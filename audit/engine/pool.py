@@ -77,16 +77,27 @@ class Assignment:
     restarts: int = 0
 
 
-def run_jobs(jobs: list[dict], options: RunOptions, on_message) -> dict:
-    """Audit every job; ``on_message(job, kind, payload)`` hears each start and outcome.
+def prestart(options: RunOptions, count: int) -> list[Worker]:
+    """Start ``count`` workers now, so that their torch import overlaps the parent's planning."""
+    return [Worker(options) for _ in range(max(0, count))]
+
+
+def run_jobs(jobs: list[dict], options: RunOptions, on_message, started: list[Worker] | None = None) -> dict:
+    """Audit every job; ``on_message(job, kind, payload)`` hears each start and outcome. ``started``
+    workers (from :func:`prestart`) are used first; any not needed are closed.
 
     Returns the environment the workers reported.
     """
     pending = deque(jobs)
     slots: list[tuple[Worker, Assignment | None]] = []
     environment: dict = {}
+    wanted = max(1, min(options.jobs, len(jobs)))
+    started = list(started or ())
+    for extra in started[wanted:]:
+        extra.close()
     try:
-        slots = [(Worker(options), None) for _ in range(max(1, min(options.jobs, len(jobs))))]
+        slots = [(w, None) for w in started[:wanted]]
+        slots += [(Worker(options), None) for _ in range(wanted - len(slots))]
         while pending or any(a for _, a in slots):
             slots = [_assign(w, a, pending, on_message) for w, a in slots]
             ready = wait([w.inbox for w, a in slots if a], timeout=_next_deadline(slots, options))

@@ -58,11 +58,12 @@ class Finished:
 
 
 def run(registry: Registry, entries: list[Entry], checks: dict, options: RunOptions, *,
-        only=None, devices=None, on_event=lambda event: None) -> RunResult:
+        only=None, devices=None, on_event=lambda event: None, workers=None) -> RunResult:
     """Audit ``entries``; never prints. Cells are judged as they arrive and streamed to ``on_event``.
 
     With ``options.cache_dir``, cells whose every input is unchanged are served from the result cache,
-    and only the rest go to workers; an entry with nothing left to compute starts no worker.
+    and only the rest go to workers; an entry with nothing left to compute starts no worker. ``workers``
+    already started (see :func:`audit.engine.pool.prestart`) are used, or closed when none is needed.
     """
     jobs = [_job(entry, checks, options, only, devices) for entry in entries]
     jobs = [job for job in jobs if job["cells"]]
@@ -81,7 +82,12 @@ def run(registry: Registry, entries: list[Entry], checks: dict, options: RunOpti
         if not job["cells"]:
             on_message(job, "begin", None)
             on_message(job, "end", Finished(job["cached_digest"]))
-    environment = run_jobs(to_compute, options, on_message) if to_compute else local_environment()
+    if to_compute:
+        environment = run_jobs(to_compute, options, on_message, started=workers)
+    else:
+        for worker in workers or ():
+            worker.close()
+        environment = local_environment()
     environment = run_environment(environment, options)
     if ctx["cache"]:
         ctx["cache"].prune()

@@ -28,9 +28,13 @@ class Located:
         return self.marks.get(path, (1, 1))
 
 
+#: libyaml's parser when PyYAML was built with it (about 4x faster on large registries); same nodes and marks.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def parse(text: str) -> Located:
     """Compose ``text`` and convert it; raises ``yaml.YAMLError`` on a syntax error."""
-    loader = yaml.SafeLoader(text)
+    loader = _LOADER(text)
     try:
         node = loader.get_single_node()
     finally:

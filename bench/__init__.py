@@ -1,0 +1,1 @@
+"""Benchmarks of the audit itself (not tests: nothing here asserts on time)."""
