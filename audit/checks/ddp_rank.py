@@ -1,8 +1,9 @@
-"""One rank of the distributed check: ``python -m audit.checks.ddp_rank RANK WORLD INIT_FILE SPEC_FILE``.
+"""One rank of the distributed check: ``python -m audit.checks.ddp_rank RANK WORLD INIT_FILE``.
 
-Loads the entry, joins a gloo process group on the loopback interface, then answers one JSON request
-per line on stdin (a case) with one JSON line on stdout: its gradients under DistributedDataParallel,
-or the error. Dies with its parent (Linux), and ends at end of input.
+Joins a gloo process group on the loopback interface once, then answers one JSON request per line on
+stdin (the pickled cell to load, a case, the batch dim) with one JSON line on stdout: its gradients under
+DistributedDataParallel, or the error. Targets are loaded on first use and kept, so one pair of ranks
+serves every cell of a worker. Dies with its parent (Linux), and ends at end of input.
 """
 
 from __future__ import annotations
@@ -18,10 +19,8 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    rank, world, init_file, spec_file = int(argv[0]), int(argv[1]), argv[2], argv[3]
+    rank, world, init_file = int(argv[0]), int(argv[1]), argv[2]
     _die_with_parent()
-    with open(spec_file, "rb") as handle:
-        job = pickle.load(handle)
     import torch
     import torch.distributed as dist
 
@@ -31,14 +30,19 @@ def main(argv: list[str]) -> int:
     from audit.inputs.case import Case
 
     torch.set_num_threads(1)
-    entry = job["entry"]
-    target = resolve(entry, Path(job["base"]))
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=job["timeout"]))
-    subject = Subject(entry, target, job["dtype"], "cpu", job["seed"])
+                            timeout=datetime.timedelta(seconds=float(argv[3])))
+    subjects: dict[str, object] = {}
     for line in sys.stdin:
         request = json.loads(line)
         try:
+            if request["spec"] not in subjects:
+                with open(request["spec"], "rb") as handle:
+                    job = pickle.load(handle)
+                target = resolve(job["entry"], Path(job["base"]))
+                subjects[request["spec"]] = Subject(job["entry"], target, job["dtype"], "cpu", job["seed"])
+            subject = subjects[request["spec"]]
+            entry, target = subject.entry, subject.target
             case = Case.from_json(request["case"])
             args = subject.args(case)
             axes = ddp.batched_axes(entry, request["dim"])

@@ -1,12 +1,16 @@
 """``distributed``: under DistributedDataParallel (2 CPU ranks, gloo on loopback) the synchronised
 gradients of a batch split across ranks equal one process's gradients on the whole batch.
 
-The ranks start once per cell and answer every example; a rank that errors or does not answer within
-the timeout fails the example, and every rank process is ended (at the end of the cell too).
+One pair of ranks starts with the first distributed cell of a worker and serves every later cell and
+example (each cell's entry is loaded in the ranks on first use): starting them costs about 2 s, an
+example a few milliseconds. A rank that errors, dies or does not answer within the timeout fails the
+example and both ranks are ended (a fresh pair serves what comes next); at the end of the worker's life
+the ranks end with it.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import pickle
@@ -31,19 +35,31 @@ ANSWER_TIMEOUT = 60.0
 
 
 class Ranks:
-    """The rank processes of one cell; ``close()`` ends them all."""
+    """A pair of rank processes; ``close()`` ends them."""
 
-    def __init__(self, subject):
+    def __init__(self):
         self.folder = Path(tempfile.mkdtemp(prefix="audit-ddp-"))
-        spec = self.folder / "job.pickle"
-        spec.write_bytes(pickle.dumps({"entry": subject.entry, "base": subject.options.base, "dtype": subject.dtype,
-                                       "seed": subject.seed, "timeout": ANSWER_TIMEOUT}))
         env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
         self.processes = [subprocess.Popen(
             [sys.executable, "-m", "audit.checks.ddp_rank", str(rank), str(WORLD), str(self.folder / "init"),
-             str(spec)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.folder / f"rank{rank}.log", "w"),
-            text=True, env=env) for rank in range(WORLD)]
+             str(ANSWER_TIMEOUT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=open(self.folder / f"rank{rank}.log", "w"), text=True, env=env) for rank in range(WORLD)]
         self.started = False
+        self.specs: dict[tuple, str] = {}
+
+    def spec(self, subject) -> str:
+        """The file the ranks load this cell's entry from (written once per cell)."""
+        key = (subject.entry.name, subject.entry.target, subject.dtype, subject.seed, id(subject))
+        if key not in self.specs:
+            path = self.folder / f"cell{len(self.specs)}.pickle"
+            path.write_bytes(pickle.dumps({"entry": subject.entry, "base": subject.options.base,
+                                           "dtype": subject.dtype, "seed": subject.seed}))
+            self.specs[key] = str(path)
+        return self.specs[key]
+
+    def alive(self) -> bool:
+        """Whether both ranks still run."""
+        return all(p.poll() is None for p in self.processes)
 
     def ask(self, request: dict) -> list[dict]:
         """Every rank's answer to ``request``; raises :class:`Violation` on an error, a hang or a death."""
@@ -109,6 +125,27 @@ class Ranks:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+_SHARED: dict[str, Ranks] = {}
+
+
+def shared_ranks() -> Ranks:
+    """This process's pair of ranks, started on first use (or again after one failed)."""
+    ranks = _SHARED.get("ranks")
+    if ranks is None or not ranks.alive():
+        if ranks is not None:
+            ranks.close()
+        ranks = _SHARED["ranks"] = Ranks()
+        atexit.register(close_ranks)
+    return ranks
+
+
+def close_ranks() -> None:
+    """End this process's ranks, if any."""
+    ranks = _SHARED.pop("ranks", None)
+    if ranks is not None:
+        ranks.close()
+
+
 def run(subject, case) -> None:
     """Whole batch in this process against the ranks' synchronised gradients."""
     if subject.device != "cpu":
@@ -125,14 +162,12 @@ def run(subject, case) -> None:
         raise NotApplicable("no input requires a gradient: nothing for DistributedDataParallel to synchronise")
     reference(*ddp.data(args, axes)).backward()
     expected = ddp.gradients(reference)
-    ranks = subject.state.get("ranks")
-    if ranks is None:
-        ranks = subject.state["ranks"] = Ranks(subject)
-        subject.metrics["world"] = WORLD
+    ranks = shared_ranks()
+    subject.metrics["world"] = WORLD
     try:
-        answers = ranks.ask({"case": case.to_json(), "dim": dim})
+        answers = ranks.ask({"spec": ranks.spec(subject), "case": case.to_json(), "dim": dim})
     except Violation:
-        subject.state.pop("ranks").close()  # a fresh set of ranks for the next example
+        close_ranks()  # a fresh pair serves the next example
         raise
     tol = subject.tolerance()
     for rank, answer in enumerate(answers):

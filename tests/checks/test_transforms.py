@@ -149,12 +149,33 @@ def _rank_processes() -> list[int]:
 
 
 @pytest.mark.slow
-def test_a_rank_that_fails_is_named_and_no_rank_outlives_the_cell(tmp_path):
+def test_a_rank_that_fails_is_named_and_the_failed_pair_is_ended(tmp_path):
     before = set(_rank_processes())
     spec = claims(MATRIX, distributed=True)
     found = observe(entry(tmp_path, target=f"{T}:BreaksOnRankOne", **spec), "distributed", examples=3)
     assert found.verdict == VIOLATED and "rank 1 raised RuntimeError: rank 1 broke" in found.message
     assert set(_rank_processes()) <= before
+
+
+@pytest.mark.slow
+def test_no_rank_outlives_an_audit_run(write_registry, tmp_path):
+    from click.testing import CliRunner
+
+    from audit.cli import cli
+
+    before = set(_rank_processes())
+    entries = [{"name": n, "owner": "@t", "target": f"{T}:{t}", **claims(MATRIX, distributed=True)}
+               for n, t in (("cube", "Cube"), ("centered", "CenteredRows"))]
+    registry = write_registry(entries, defaults={"supports": {"dtypes": ["float64"], "devices": ["cpu"]}})
+    result = CliRunner().invoke(cli, ["run", "--registry", str(registry), "--out", str(tmp_path / "o"),
+                                      "--check", "distributed", "--progress", "off"])
+    assert result.exit_code == 1 and "centered distributed FAIL" in result.output
+    import time
+
+    deadline = time.monotonic() + 10
+    while set(_rank_processes()) - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not set(_rank_processes()) - before
 
 
 def test_export_records_each_mode(tmp_path):
