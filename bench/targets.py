@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from tests.fixtures.transforms import RowScaleBatched
+
 
 def _power(k: int):
     class Power(torch.autograd.Function):
@@ -29,20 +31,5 @@ def _power(k: int):
 Power2, Power3, Power4, Power5, Power6, Power7 = (_power(k) for k in range(2, 8))
 
 
-class ScaleRows(torch.autograd.Function):
-    """x[b, n] * w[n]."""
-
-    generate_vmap_rule = True
-
-    @staticmethod
-    def forward(x, w):
-        return x * w
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, w = ctx.saved_tensors
-        return grad * w, (grad * x).sum(0)
+#: x[b, n] * w[n], with a generated vmap rule (the test fixture, reused).
+ScaleRows = RowScaleBatched
