@@ -15,7 +15,8 @@ import io
 import torch
 
 from audit.checks.interface import Check, Violation
-from audit.checks.tensors import compare_all, outputs_of
+from audit.checks.tensors import compare_all, detached as _detached, outputs_of
+from audit.frames import first_line
 from audit.inputs.variants import resized
 
 MODES = (("non-strict", False), ("strict", True))
@@ -111,13 +112,8 @@ def _tensors(args) -> list:
     return [a.detach() for a in args if isinstance(a, torch.Tensor)]
 
 
-def _detached(args) -> list:
-    return [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
-
-
 def _first(exc: Exception) -> str:
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[0][:300] if lines else "(no message)"
+    return first_line(exc)[:300]
 
 
 CHECK = Check(

@@ -17,6 +17,11 @@ def outputs_of(result) -> list[torch.Tensor]:
     return []
 
 
+def detached(args) -> list:
+    """``args`` with every tensor detached (other values as they are)."""
+    return [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+
+
 def differentiable(tensors) -> list[torch.Tensor]:
     """The floating tensors that take part in autograd."""
     return [t for t in tensors if t.is_floating_point() and t.requires_grad]

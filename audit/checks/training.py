@@ -9,18 +9,14 @@ arguments, and ``loss(output, targets)`` returns a scalar averaged over the batc
 from __future__ import annotations
 
 import inspect
-import traceback
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import audit
 from audit.checks.interface import Violation
-
-_LIBRARY_DIRS = tuple(str(Path(m.__file__).parent) for m in (audit, torch))
+from audit.frames import is_user
 
 
 @dataclass
@@ -128,7 +124,7 @@ class _FirstNonFinite(TorchDispatchMode):
 
 
 def _where() -> str:
-    frames = [f for f in inspect.stack()[2:] if not f.filename.startswith(_LIBRARY_DIRS)]
+    frames = [f for f in inspect.stack()[2:] if is_user(f.filename)]
     if not frames:
         return ""
     frame = frames[0]
@@ -149,7 +145,7 @@ def _custom_function(frame) -> str | None:
 
 def _user_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("File ")]
-    own = [ln for ln in lines if not any(d in ln for d in _LIBRARY_DIRS)]
+    own = [ln for ln in lines if is_user(ln.replace('File "', ""))]
     return own[-1].replace('File "', "").replace('", line ', ":") if own else ""
 
 
@@ -158,10 +154,3 @@ def _to(value, model: Model):
         value = value.to(device=model.device)
         return value.to(model.dtype) if value.is_floating_point() else value
     return value
-
-
-def format_exception(exc: Exception) -> str:
-    """One line: type, message and the last user frame."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_LIBRARY_DIRS)]
-    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}{where}"

@@ -7,7 +7,7 @@ import torch
 
 from audit.checks import numerical
 from audit.checks.interface import Check, Violation
-from audit.checks.tensors import compare_all, grad_outputs, mismatch, outputs_of
+from audit.checks.tensors import compare_all, detached, grad_outputs, mismatch, outputs_of
 from audit.checks.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit, is_setup_context_refusal
 from audit.inputs.variants import rearranged
 
@@ -42,7 +42,7 @@ def run(subject, case) -> None:
 def _outputs(subject, samples, stacked, in_dims) -> None:
     fn = subject.target.fn
     with torch.no_grad():
-        expected = [outputs_of(fn(*[_detached(a) for a in s])) for s in samples]
+        expected = [outputs_of(fn(*detached(s))) for s in samples]
     got = _transform(subject, "vmap", lambda: torch.func.vmap(_tensors(fn), in_dims=in_dims)(*stacked))
     for k in range(BATCH):
         compare_all(f"vmap output (sample {k} of {BATCH}, in_dims {in_dims})", [g.select(0, k) for g in got],
@@ -152,10 +152,6 @@ def _transform(subject, label: str, thunk):
 
 def _tensors(fn):
     return lambda *args: tuple(outputs_of(fn(*args)))
-
-
-def _detached(value):
-    return value.detach() if isinstance(value, torch.Tensor) else value
 
 
 CHECK = Check(

@@ -19,6 +19,7 @@ STATUS_STYLE = {"registered": "green", "UNREGISTERED": "bold red", "not seen": "
 def scan(model, source, input_shape, dtype, registry, output_format, write) -> int:
     """Scan, compare, print; exit 1 when something used is not registered (the intake gate)."""
     from audit.scan.compare import compare
+    from audit.scan.findings import merged
 
     if not model and not source:
         raise UsageError("give a MODEL (pkg.module:build) to run, or --source PATH to read")
@@ -34,7 +35,7 @@ def scan(model, source, input_shape, dtype, registry, output_format, write) -> i
         found = scan_sources(source)
         findings += [f for f in found if f.kind in ("function", "op")]
         info += [f for f in found if f.kind not in ("function", "op")]
-    findings = _unique(findings)
+    findings = merged(findings)
     result = compare(findings, loaded, resolve=bool(model))
     if output_format == "json":
         click.echo(json.dumps({**result.to_json(), "notes": [f.to_json() for f in info]}, indent=2, sort_keys=True))
@@ -84,15 +85,6 @@ def _shape(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.replace("x", ",").split(",") if part.strip())
     except ValueError:
         raise UsageError(f"--input-shape {text!r}: expected sizes like 2,8") from None
-
-
-def _unique(findings):
-    seen, kept = set(), []
-    for finding in findings:
-        if (finding.kind, finding.target) not in seen:
-            seen.add((finding.kind, finding.target))
-            kept.append(finding)
-    return kept
 
 
 def _table(result, info, registry) -> str:

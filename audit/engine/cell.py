@@ -31,8 +31,6 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
         found = explore(prop, for_check(entry, check), examples=examples, seed_value=seed, shrink=claimed)
     except SystemExit as exc:
         return Outcome(key, ERRORED, f"the target called sys.exit({exc.code!r})")
-    finally:
-        _release(subject.state)
     metrics = dict(subject.metrics)
     if found.skipped:
         return Outcome(key, SKIPPED, found.skipped, found.examples, found.seconds, details=metrics)
@@ -44,14 +42,6 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
     where = f"; on {found.case.describe()}" if found.case.args else ""
     return Outcome(key, VIOLATED, f"{found.message}{where}", found.examples,
                    found.seconds, found.case.to_json(), script, metrics)
-
-
-def _release(state: dict) -> None:
-    """End what a check kept for the cell (rank processes, say): whatever has a ``close``."""
-    for value in state.values():
-        close = getattr(value, "close", None)
-        if callable(close):
-            close()
 
 
 def _seed_global_generators(seed: int) -> None:

@@ -5,18 +5,14 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass
-from pathlib import Path
 
-import torch
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.errors import Flaky
 
-import audit
 from audit.checks.interface import NotApplicable, Violation
+from audit.frames import first_line as _first_line
+from audit.frames import is_user
 from audit.inputs.case import Case
-
-#: Frames inside these are the audit's or torch's, not the target owner's.
-_LIBRARY_DIRS = tuple(str(Path(m.__file__).parent) for m in (audit, torch))
 
 
 @dataclass(frozen=True)
@@ -96,14 +92,9 @@ def _given(run, strategy, examples: int, seed_value: int, shrink: bool):
     return seed(seed_value)(configured(given(strategy)(run)))
 
 
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else "(no message)"
-
-
 def _where(exc: Exception) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
-    own = [f for f in frames if not f.filename.startswith(_LIBRARY_DIRS)]
+    own = [f for f in frames if is_user(f.filename)]
     frame = (own or frames)[-1] if frames else None
     return f" (at {frame.filename}:{frame.lineno} in {frame.name})" if frame else ""
 

@@ -32,6 +32,21 @@ class Finding:
                 "signatures": sorted({_signature(c) for c in self.calls})}
 
 
+def merged(findings) -> list[Finding]:
+    """One finding per (kind, target), in first-seen order, every site and call kept."""
+    found: dict[tuple, Finding] = {}
+    for finding in findings:
+        key = (finding.kind, finding.target)
+        if key not in found:
+            found[key] = finding
+            continue
+        kept = found[key]
+        kept.sites += [s for s in finding.sites if s not in kept.sites]
+        kept.calls += finding.calls
+        kept.grad = kept.grad or finding.grad
+    return list(found.values())
+
+
 def _signature(call: Call) -> str:
     parts = []
     for arg in call.args:

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import traceback
-from pathlib import Path
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import audit
+from audit.frames import is_user
 from audit.scan.findings import Call, Finding
 
 #: Operator namespaces that belong to torch itself.
 BUILTIN_NAMESPACES = {"aten", "prims", "prim", "_c10d_functional", "c10d", "c10d_functional", "profiler", "quantized",
                       "_quantized", "debugprims", "rngprims", "higher_order", "inductor", "_inductor_test", "_test"}
-_LIBRARY_DIRS = tuple(str(Path(m.__file__).parent) for m in (audit, torch)) + (str(Path(contextlib.__file__).parent),)
 
 
 class Recorder:
@@ -118,7 +116,7 @@ def _describe(arg):
 
 
 def _site() -> str:
-    frames = [f for f in traceback.extract_stack()[:-3] if not f.filename.startswith(_LIBRARY_DIRS)]
+    frames = [f for f in traceback.extract_stack()[:-3] if is_user(f.filename)]
     return f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
 
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from audit.scan.findings import Finding
+from audit.scan.findings import Finding, merged
 
 FUNCTION_ROOTS = {"torch.autograd.Function", "torch.autograd.function.Function",
                   "torch.autograd.function.InplaceFunction", "torch.autograd.function._SingleLevelFunction"}
@@ -51,19 +51,7 @@ def scan_sources(paths, root: Path | None = None) -> list[Finding]:
         elif file.suffix in SOURCES:
             findings += _cpp(file, root)
     findings += _functions(modules, root)
-    return _merged(findings)
-
-
-def _merged(findings: list[Finding]) -> list[Finding]:
-    """One finding per (kind, target), every site kept."""
-    merged: dict[tuple, Finding] = {}
-    for finding in findings:
-        key = (finding.kind, finding.target)
-        if key in merged:
-            merged[key].sites += [s for s in finding.sites if s not in merged[key].sites]
-        else:
-            merged[key] = finding
-    return list(merged.values())
+    return merged(findings)
 
 
 def _module_name(file: Path, root: Path) -> str:

@@ -1,0 +1,24 @@
+"""Which stack frames are the user's: everything outside the audit's own code, torch and the standard
+library's contextlib (the frames a failure message and a scan site should point at)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import torch
+
+import audit
+
+LIBRARY_DIRS = tuple(str(Path(m.__file__).parent) for m in (audit, torch)) + (str(Path(contextlib.__file__).parent),)
+
+
+def is_user(filename: str) -> bool:
+    """Whether ``filename`` is user code (not the audit, torch or the standard library)."""
+    return not filename.startswith(LIBRARY_DIRS)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, or "(no message)"."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
