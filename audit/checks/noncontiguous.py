@@ -31,7 +31,7 @@ def _grad_output_layout(subject, case, layout: str) -> None:
     outputs = differentiable(outputs_of(subject.target.fn(*args)))
     dense = grad_outputs(outputs, subject.seed)
     if layout == "expanded":  # stride 0: one value broadcast, as after a sum or a mean
-        dense = [g.reshape(-1)[:1].expand(g.shape) if g.numel() else g for g in dense]
+        dense = [g.reshape(-1)[:1].expand(g.shape) if g.numel() and g.dim() else g for g in dense]  # 0-d: no strides
         given = dense
         dense = [g.contiguous() for g in dense]
     else:

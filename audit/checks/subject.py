@@ -75,7 +75,7 @@ class Subject:
 
 
 def _tensor(arg: TensorArg, dtype: str, device: str, layout: str = "contiguous") -> torch.Tensor:
-    values = torch.from_numpy(np.ascontiguousarray(arg.values))
+    values = torch.from_numpy(np.array(arg.values, order="C"))  # keeps 0-d arrays 0-d
     tensor = laid_out(values.shape, getattr(torch, arg.dtype or dtype), device, layout)
     with torch.no_grad():
         tensor.copy_(values)

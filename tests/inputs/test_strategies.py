@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, find, given, settings
 
 from audit.inputs.case import Case
 from audit.inputs.strategies import KINK_MARGIN, away_from_kinks, cases
@@ -52,3 +52,14 @@ def test_kink_push_stays_in_domain():
     spec = TensorSpec(("N",), domain=(0.0, 1.0), kinks=(1.0,))
     assert away_from_kinks(0.999, spec) == 1.0 - KINK_MARGIN
     assert away_from_kinks(1.0, spec) == 1.0 - KINK_MARGIN
+
+
+def test_a_zero_dim_input_is_drawn_zero_dim(tmp_path):
+    from audit.checks.subject import Subject
+    from audit.engine.target import resolve
+    from tests.helpers import ROOT, entry
+
+    spec = entry(tmp_path, target="tests.fixtures.broken:Cube", inputs=[{"shape": []}])
+    case = find(cases(spec), lambda c: True)
+    assert case.args[0].values.shape == ()
+    assert Subject(spec, resolve(spec, ROOT), "float64", "cpu").args(case)[0].shape == ()
