@@ -34,13 +34,18 @@ def gradcheck_options(subject, inputs) -> dict:
     sum(u)·sum(v) (about 0.75·n): one wrong element then moves vᵀJu by about 1/n of its error,
     far inside the default tolerances. Dividing atol and rtol by n restores the power to catch it.
     """
-    own = subject.entry.tolerance_for(subject.dtype)
-    atol, rtol = (own.atol, own.rtol) if own else _TOL[subject.dtype]
+    atol, rtol = gradcheck_tolerance(subject)
     size = sum(x.numel() for x in inputs)
     fast = size > SLOW_MODE_LIMIT
     scale = size if fast else 1
     return {"eps": _EPS[subject.dtype], "atol": atol / scale, "rtol": rtol / scale,
             "fast_mode": fast, "check_undefined_grad": False}
+
+
+def gradcheck_tolerance(subject) -> tuple[float, float]:
+    """(atol, rtol) for comparing one finite-difference estimate with another in the cell's dtype."""
+    own = subject.entry.tolerance_for(subject.dtype)
+    return (own.atol, own.rtol) if own else _TOL[subject.dtype]
 
 
 def explain_gradcheck_failure(fn, inputs, exc: Exception, options: dict) -> str:

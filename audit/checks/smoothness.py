@@ -1,0 +1,150 @@
+"""Is a failing point one where the function has no derivative? Finite differences decide.
+
+A gradient check that fails where the function is not differentiable (a kink, a tie, a repeated
+eigenvalue: the points shrinking likes best) has found no wrong gradient: there is none to be right.
+Along one input coordinate, a smooth function's one-sided differences converge to the central one as
+the step shrinks, and central differences at two steps agree. Where they do not, the point is a kink
+(one-sided slopes differ however small the step) or a jump (the central estimate grows as the step
+shrinks). A wrong gradient at a smooth point, even a special one such as 0, is still a wrong gradient.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from audit.checks.jacobian import _analytic, _numeric, _unravel, gradcheck_tolerance
+
+#: At most this many mismatching Jacobian columns are probed; past it the failure stands.
+MAX_PROBES = 64
+#: Steps are ``eps`` and ``eps / SHRINK``: a smooth function's one-sided gap shrinks by this factor.
+SHRINK = 10.0
+
+
+@dataclass(frozen=True)
+class Kink:
+    """Where finite differences along one input coordinate disagree with each other."""
+
+    input: int
+    index: tuple
+    left: float
+    right: float
+    central: float
+
+    def describe(self) -> str:
+        """One line: where, and the disagreeing slopes."""
+        return (f"input {self.input} at index {list(self.index)}: one-sided slopes {self.left:.6g} (left) and "
+                f"{self.right:.6g} (right), central {self.central:.6g}")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The mismatching Jacobian columns of a failure, sorted into kinks and smooth ones."""
+
+    kinks: tuple[Kink, ...] = ()
+    smooth: tuple[tuple[int, int], ...] = ()
+    unprobed: int = 0
+
+    @property
+    def not_differentiable(self) -> bool:
+        """Every mismatch lies where the function has no derivative: no wrong gradient was shown."""
+        return bool(self.kinks) and not self.smooth and not self.unprobed
+
+
+def probe_jacobian(fn, inputs, eps: float, atol: float, rtol: float) -> Probe:
+    """Locate where ``fn``'s analytic and numeric Jacobians disagree, and probe each place."""
+    analytic, numeric = _analytic(fn, inputs), _numeric(fn, inputs, eps)
+    columns: dict[tuple[int, int], float] = {}
+    for (_, i), a in analytic.items():
+        n = numeric[(_, i)]
+        if not a.numel():
+            continue
+        excess = ((a - n).detach().abs() - (atol + rtol * n.detach().abs())).nan_to_num(nan=float("inf")).amax(dim=0)
+        for col in torch.nonzero(excess > 0).reshape(-1).tolist():
+            columns[(i, col)] = max(columns.get((i, col), float("-inf")), float(excess[col]))
+    return probe_columns(fn, inputs, sorted(columns, key=columns.get, reverse=True), eps, atol, rtol)
+
+
+def probe_columns(fn, inputs, columns, eps: float, atol: float, rtol: float) -> Probe:
+    """Sort ``(input, flat index)`` coordinates into kinks and smooth ones (at most MAX_PROBES)."""
+    kinks, smooth = [], []
+    for i, col in columns[:MAX_PROBES]:
+        kink = kink_at(fn, inputs, i, col, eps, atol, rtol)
+        (kinks if kink else smooth).append(kink or (i, col))
+    return Probe(tuple(kinks), tuple(smooth), max(0, len(columns) - MAX_PROBES))
+
+
+def kink_at(fn, inputs, i: int, flat: int, eps: float, atol: float, rtol: float) -> Kink | None:
+    """A :class:`Kink` when ``fn`` has no derivative at ``inputs`` along element ``flat`` of input ``i``."""
+    base = [x.detach().clone(memory_format=torch.contiguous_format) for x in inputs]
+    at = {h: _values(fn, base, i, flat, h) for h in (-eps, -eps / SHRINK, 0.0, eps / SHRINK, eps)}
+    f0 = at[0.0]
+    slopes = {}
+    for h in (eps, eps / SHRINK):
+        slopes[h] = ((at[h] - f0) / h, (f0 - at[-h]) / h, (at[h] - at[-h]) / (2 * h))
+    (right, left, central), (right2, left2, central2) = slopes[eps], slopes[eps / SHRINK]
+    allowed = atol + rtol * central.abs()
+    gap, gap2 = (right - left).abs(), (right2 - left2).abs()
+    kink = (gap > allowed) & (gap2 > gap / 2)  # one-sided slopes differ and do not converge
+    jump = (central - central2).abs() > allowed  # central estimates move with the step
+    undefined = torch.isfinite(f0) & ~torch.isfinite(right + left + right2 + left2)  # a domain edge
+    bad = (kink | jump | undefined).nonzero().reshape(-1)
+    if not len(bad):
+        return None
+    k = int(bad[0])
+    return Kink(i, _unravel(flat, inputs[i].shape), float(left[k]), float(right[k]), float(central[k]))
+
+
+def _values(fn, base, i: int, flat: int, h: float) -> torch.Tensor:
+    xs = [x.clone() for x in base]
+    if h:
+        xs[i].view(-1)[flat] += h
+    with torch.no_grad():
+        out = fn(*xs)
+    outputs = out if isinstance(out, (tuple, list)) else (out,)
+    flat_values = [o.detach().double().reshape(-1).cpu() for o in outputs if isinstance(o, torch.Tensor)]
+    return torch.cat(flat_values) if flat_values else torch.zeros(0, dtype=torch.float64)
+
+
+def excused(subject, check: str, case, fn, inputs, eps: float, columns=None) -> bool:
+    """True when every place ``fn``'s gradient failed on ``case`` is a point without a derivative
+    (then noted in the cell's metrics); False when a wrong gradient at a smooth point remains.
+    ``columns`` names the failing ``(input, flat index)`` places; by default they are located by
+    comparing the analytic and numeric Jacobians."""
+    atol, rtol = gradcheck_tolerance(subject)
+    if columns is None:
+        probe = probe_jacobian(fn, inputs, eps, atol, rtol)
+    else:
+        probe = probe_columns(fn, inputs, columns, eps, atol, rtol)
+    if probe.not_differentiable:
+        note(subject, check, case, probe)
+    return probe.not_differentiable
+
+
+def note(subject, check: str, case, probe: Probe) -> None:
+    """Record in the cell's metrics that a failure at a non-differentiable point was not counted."""
+    seen = subject.metrics.setdefault("non_smooth", {"examples": 0})
+    seen["examples"] += 1
+    seen.setdefault("first", f"{check} disagreed with finite differences on {case.describe()}, where the "
+                             f"function has no derivative: {probe.kinks[0].describe()}; not counted as a "
+                             "failure (declare kinks or narrow domain to keep draws away from such points)")
+
+
+def backward_of(fn, cotangent_seed: int):
+    """The gradients of <fn(xs), fixed random cotangents> as a differentiable function of ``xs``: where
+    it has no derivative, neither has ``fn`` a second one."""
+    from audit.checks.tensors import filled, grad_outputs
+
+    def grads(*xs):
+        with torch.enable_grad():
+            leaves = [x if x.requires_grad else x.detach().requires_grad_() for x in xs]
+            out = fn(*leaves)
+            outputs = [o for o in (out if isinstance(out, tuple) else (out,)) if o.requires_grad]
+            if not outputs:
+                return tuple(torch.zeros_like(x) for x in xs)
+            found = torch.autograd.grad(outputs, leaves, grad_outputs(outputs, cotangent_seed),
+                                        create_graph=True, allow_unused=True)
+        return tuple(filled(found, xs))
+
+    return grads

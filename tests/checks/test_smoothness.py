@@ -1,0 +1,54 @@
+"""Failures at points without a derivative are not wrong gradients; failures at smooth points are."""
+
+from __future__ import annotations
+
+import pytest
+
+from audit.engine.outcome import HELD, VIOLATED
+from tests.helpers import entry, observe
+
+S = "tests.fixtures.smoothness"
+VECTOR = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 4]}}
+SQUARE = {"inputs": [{"shape": ["N", "N"]}], "dims": {"N": [2, 3]}}
+
+
+@pytest.mark.parametrize("target, spec", [("Relu", VECTOR), ("SymEigvals", SQUARE),
+                                          ("ReluAtZeroOne", {**VECTOR, "reference": f"{S}:relu_reference"})])
+def test_a_correct_function_passes_where_it_has_no_derivative(tmp_path, target, spec):
+    found = observe(entry(tmp_path, target=f"{S}:{target}", **spec), "gradcheck")
+    assert found.verdict == HELD, found.message
+    note = found.details["non_smooth"]
+    assert note["examples"] >= 1 and "no derivative" in note["first"] and "kinks" in note["first"]
+
+
+def test_a_wrong_gradient_at_a_special_smooth_point_still_fails(tmp_path):
+    found = observe(entry(tmp_path, target=f"{S}:MaskedSin", **VECTOR), "gradcheck")
+    assert found.verdict == VIOLATED
+    assert found.case["args"][0]["values"].count(0.0) >= 1  # the special point, and only there
+
+
+def test_a_wrong_gradient_is_not_hidden_behind_a_kink(tmp_path):
+    found = observe(entry(tmp_path, target=f"{S}:WrongAbs", **VECTOR), "gradcheck")
+    assert found.verdict == VIOLATED
+    assert any(v != 0.0 for v in found.case["args"][0]["values"])  # shown where |x| is smooth
+
+
+@pytest.mark.parametrize("check", ["forward", "gradcheck", "undefined_grad", "determinism", "dtype",
+                                   "noncontiguous", "alias", "saved_tensors", "checkpoint"])
+@pytest.mark.parametrize("target, shape", [("tests.fixtures.broken:Cube", []), (f"{S}:SquaredNorm", ["N"])])
+def test_zero_dim_tensors_are_drawn_and_audited(tmp_path, check, target, shape):
+    found = observe(entry(tmp_path, target=target, inputs=[{"shape": shape}]), check, examples=5)
+    assert found.verdict == HELD, found.message
+
+
+def test_double_backward_passes_where_the_second_derivative_is_undefined(tmp_path):
+    spec = {**VECTOR, "supports": {"double_backward": True}}
+    found = observe(entry(tmp_path, target=f"{S}:HalfSquaredRelu", **spec), "gradgradcheck")
+    assert found.verdict == HELD, found.message
+    assert "gradgradcheck disagreed" in found.details["non_smooth"]["first"]
+
+
+def test_a_wrong_second_derivative_still_fails(tmp_path):
+    spec = {**VECTOR, "supports": {"double_backward": True}}
+    found = observe(entry(tmp_path, target=f"{S}:WrongSecondDerivative", **spec), "gradgradcheck")
+    assert found.verdict == VIOLATED
