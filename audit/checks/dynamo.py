@@ -20,44 +20,63 @@ SPECIALISED = 2
 
 
 class Compiled:
-    """``torch.compile(fn, fullgraph=True)`` on a backend that counts the graphs it is handed."""
+    """``torch.compile(fn)`` on a backend that counts the graphs it is handed; with ``fullgraph`` a graph
+    break raises, without it the break is counted (and its first reason kept) and the rest runs eagerly."""
 
-    def __init__(self, fn, backend: str):
+    def __init__(self, fn, backend: str, fullgraph: bool = True):
         inner = torch._dynamo.lookup_backend(backend)
         self.graphs = 0
         self.shapes: list = []
+        self.graphs_before: list[int] = []
         self.recompiles: list[str] = []
 
         def counting(gm, example_inputs):
             self.graphs += 1
             return inner(gm, example_inputs)
 
-        self.fn = torch.compile(fn, backend=counting, fullgraph=True)
+        self.fn = torch.compile(fn, backend=counting, fullgraph=fullgraph)
         _RECOMPILES.sink = self.recompiles
 
     def note_shape(self, sizes: dict) -> None:
         """Record that the next call uses these dim sizes."""
         self.shapes.append(tuple(sorted(sizes.items())))
+        self.graphs_before.append(self.graphs)
+
+    def graph_breaks(self) -> dict:
+        """How many graph breaks Dynamo took since :func:`compile_fresh`, and the first reason."""
+        from torch._dynamo.utils import counters
+
+        reasons = counters["graph_break"]
+        first = next(iter(reasons), "")
+        return {"graph_breaks": sum(reasons.values()), **({"graph_break": _explain(Exception(first))} if first else {})}
 
     def recompiles_every_shape(self) -> str | None:
-        """Why the sweep failed when every new shape compiled a new graph (three shapes or more)."""
-        distinct = len(set(self.shapes))
-        if distinct < 3 or self.graphs < distinct:
+        """Why the sweep failed when every new shape compiled new graphs (three shapes or more)."""
+        new_shapes, compiled_for = set(), 0
+        for shape, before, after in zip(self.shapes, self.graphs_before, self.graphs_before[1:] + [self.graphs]):
+            if shape not in new_shapes:
+                new_shapes.add(shape)
+                compiled_for += after > before
+        if len(new_shapes) < 3 or compiled_for < len(new_shapes):
             return None
         reason = self.recompiles[-1] if self.recompiles else "Dynamo gave no reason"
-        return (f"torch.compile recompiled for every new shape ({self.graphs} graphs for {distinct} shapes "
+        return (f"torch.compile recompiled for every new shape ({self.graphs} graphs for {len(new_shapes)} shapes "
                 f"with automatic dynamic shapes on): a size is specialised, e.g. turned into a Python int "
                 f"(int(x.shape[0]), a shape-dependent branch or slice); last recompile: {reason}")
 
 
-def compile_fresh(fn, backend: str) -> Compiled:
-    """A compiled ``fn`` with Dynamo's caches cleared, so that its graphs and recompiles are its own."""
+def compile_fresh(fn, backend: str, fullgraph: bool = True) -> Compiled:
+    """A compiled ``fn`` with Dynamo's caches and counters cleared, so that its graphs, graph breaks and
+    recompiles are its own."""
+    from torch._dynamo.utils import counters
+
     torch._dynamo.reset()
+    counters.clear()
     for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit", "accumulated_cache_size_limit"):
         if hasattr(torch._dynamo.config, name):
             setattr(torch._dynamo.config, name, max(RECOMPILE_LIMIT, getattr(torch._dynamo.config, name)))
     _RECOMPILES.install()
-    return Compiled(fn, backend)
+    return Compiled(fn, backend, fullgraph)
 
 
 def shape_sweep(entry, case) -> list:

@@ -48,7 +48,7 @@ class Supports:
     double_backward: bool = False
     forward_ad: bool = False
     vmap: bool = False
-    compile: bool = False
+    compile: bool | str = False  # True, or "fullgraph": one graph, a graph break fails
     autocast: bool = False
     deterministic: bool = True
     checkpoint: bool = True

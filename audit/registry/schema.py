@@ -53,13 +53,18 @@ def _types(expected) -> str:
     return " or ".join(names.get(t, t) for t in expected)
 
 
+def _yaml_word(value) -> str:
+    """A value as a registry spells it (``true``, not Python's ``True``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def phrase(error) -> str:
     """A jsonschema ``ValidationError`` as a sentence saying what was expected."""
     kind, spec, value = error.validator, error.validator_value, error.instance
     if kind == "type":
         return f"expected {_types(spec)}, got {describe(value)}"
     if kind == "enum":
-        return f"expected one of {', '.join(map(str, spec))}, got {describe(value)}"
+        return f"expected one of {', '.join(map(_yaml_word, spec))}, got {describe(value)}"
     if kind == "const":
         return f"expected {spec!r}, got {describe(value)}"
     if kind == "pattern":
