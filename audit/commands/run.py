@@ -26,12 +26,12 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
 
     ``explicit`` names the options given on the command line: those win over the ``profile``'s values.
     """
+    loaded = load_registry(registry)  # first: a bad registry is refused before torch is imported
     from audit.engine.options import RunOptions
     from audit.engine.pool import prestart
     from audit.engine.run import run as run_engine
     from audit.progress import progress as make_progress
 
-    loaded = load_registry(registry)
     settled = settle(dict(examples=examples, compile_backend=compile_backend, cache=cache, timeout=timeout,
                           strict=strict), set(explicit), profiles.profile(profile, loaded))
     entries = select_entries(loaded, select)

@@ -13,7 +13,7 @@ from audit.registry import schema as schema_mod
 from audit.registry.build import build_entry
 from audit.registry.model import Registry
 from audit.registry.semantics import entry_problems, registry_problems
-from audit.registry.yamltree import Located, dotted, parse
+from audit.registry.yamltree import Located, Refused, dotted, parse
 
 
 def load_registry(path: str | Path) -> Registry:
@@ -52,6 +52,10 @@ def _parse(raw: bytes, path: Path) -> Located:
         located = parse(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise RegistryError([Problem(str(path), 1, 1, "", f"expected UTF-8 text ({exc.reason})")]) from None
+    except Refused as exc:
+        raise RegistryError([Problem(str(path), exc.line, exc.column, dotted(exc.path), exc.message)]) from None
+    except yaml.reader.ReaderError as exc:
+        raise RegistryError([_unreadable(raw, path, exc)]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
@@ -63,6 +67,16 @@ def _parse(raw: bytes, path: Path) -> Located:
         got = schema_mod.describe(located.data)
         raise RegistryError([Problem(str(path), 1, 1, "", f"expected a mapping with 'version' and 'entries', got {got}")])
     return located
+
+
+def _unreadable(raw: bytes, path: Path, exc) -> Problem:
+    """A character YAML refuses (a NUL, a control character), located; NULs usually mean UTF-16."""
+    before = raw.decode("utf-8", errors="replace")[:exc.position]
+    line, column = before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
+    code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+    hint = " (UTF-16 text without a byte-order mark? save the registry as UTF-8)" if code == 0 else ""
+    return Problem(str(path), line, column, "", f"expected UTF-8 text without control characters, got "
+                                                f"U+{code:04X}{hint}")
 
 
 def _schema_problems(located: Located, file: str) -> list[Problem]:

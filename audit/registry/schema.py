@@ -43,7 +43,16 @@ def describe(value: object) -> str:
         return "a list"
     if value is None:
         return "nothing (null)"
-    return repr(value)
+    text = repr(value)
+    return text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}... ({len(text):,} characters)"
+
+
+#: Values echoed in messages are cut here, with their length: a 5 MB name is not 5 MB of stderr.
+ECHO_LIMIT = 80
+
+
+def _bound(limit) -> str:
+    return str(limit) if isinstance(limit, int) else f"{limit:.4g}"
 
 
 def _types(expected) -> str:
@@ -76,11 +85,19 @@ def phrase(error) -> str:
         word = "at least" if kind == "minItems" else "at most"
         return f"expected {word} {spec} item{'s' if spec != 1 else ''}, got {len(value)}"
     if kind == "minimum":
-        return f"expected a value >= {spec}, got {describe(value)}"
+        return f"expected a value >= {_bound(spec)}, got {describe(value)}"
+    if kind == "maximum":
+        return f"expected a value <= {_bound(spec)}, got {describe(value)}"
     if kind == "minLength":
         return "expected a non-empty string"
+    if kind == "maxLength":
+        return f"expected at most {spec} characters, got {len(value):,}"
     if kind == "uniqueItems":
         return "expected no repeated items"
+    if kind == "oneOf" and {a.get("type") for a in spec} == {"integer", "string"}:
+        size = next(a for a in spec if a["type"] == "integer")
+        return (f"expected a fixed size (an integer from {size['minimum']} to {size['maximum']}) or a dim name, "
+                f"got {describe(value)}")
     if kind == "oneOf" and error.schema.get("description", "").startswith("Who answers"):
         return f"expected a string or a list of strings, got {describe(value)}"
     return error.message

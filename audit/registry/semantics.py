@@ -20,6 +20,8 @@ def registry_problems(entries: list[dict], located: Located, file: str) -> list[
     problems = []
     for index, entry in enumerate(entries):
         name = entry.get("name")
+        if not isinstance(name, str):  # the schema has said what a name must be
+            continue
         if name in seen:
             path = ("entries", index, "name")
             first = located.where(("entries", seen[name], "name"))[0]

@@ -9,6 +9,27 @@ import yaml
 
 Path = tuple  # a key path: strings for mapping keys, ints for list items
 
+#: Nesting deeper than this is no registry (and would exhaust Python's recursion).
+MAX_DEPTH = 64
+#: Aliases may repeat nodes, but not expand the document past this many converted nodes and this many
+#: times its distinct nodes: a few hundred bytes of nested aliases ("billion laughs") would otherwise
+#: take minutes and gigabytes.
+MAX_EXPANDED_NODES = 10_000
+MAX_EXPANSION = 10
+#: The tags a registry may carry: YAML's core schema, resolved implicitly or spelled out (merge keys
+#: get through here, to be refused as an unknown key).
+PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in
+                       ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "merge"))
+
+
+class Refused(yaml.YAMLError):
+    """The document is well-formed YAML, but not something a registry may be; says where and why."""
+
+    def __init__(self, node, path: Path, message: str):
+        super().__init__(message)
+        self.line, self.column = _mark(node)
+        self.path, self.message = path, message
+
 
 @dataclass
 class Located:
@@ -18,6 +39,9 @@ class Located:
     marks: dict = field(default_factory=dict)
     key_marks: dict = field(default_factory=dict)
     duplicates: list = field(default_factory=list)
+    converted: int = 0
+    distinct: set = field(default_factory=set)
+    open_nodes: set = field(default_factory=set)
 
     def where(self, path: Path, *, key: bool = False) -> tuple[int, int]:
         """The closest known position of ``path`` (the key itself when ``key``)."""
@@ -33,7 +57,8 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse(text: str) -> Located:
-    """Compose ``text`` and convert it; raises ``yaml.YAMLError`` on a syntax error."""
+    """Compose ``text`` and convert it; raises ``yaml.YAMLError`` on a syntax error and :class:`Refused`
+    on aliases that recurse or expand too far, nesting too deep, or a tag other than YAML's own."""
     loader = _LOADER(text)
     try:
         node = loader.get_single_node()
@@ -49,16 +74,37 @@ def _mark(node) -> tuple[int, int]:
 
 
 def _convert(node, path: Path, located: Located, loader):
+    _admit(node, path, located)
     located.marks[path] = _mark(node)
-    if isinstance(node, yaml.MappingNode):
-        return _mapping(node, path, located, loader)
-    if isinstance(node, yaml.SequenceNode):
-        return [_convert(item, path + (i,), located, loader) for i, item in enumerate(node.value)]
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        located.open_nodes.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return _mapping(node, path, located, loader)
+            return [_convert(item, path + (i,), located, loader) for i, item in enumerate(node.value)]
+        finally:
+            located.open_nodes.discard(id(node))
     try:
         value = loader.construct_object(node)
     except ValueError:  # a date-like scalar that is no real date, e.g. 2027-02-30
         return node.value
     return value.isoformat() if isinstance(value, (datetime.date, datetime.datetime)) else value
+
+
+def _admit(node, path: Path, located: Located) -> None:
+    """Refuse what no registry needs and what would make conversion unbounded."""
+    if id(node) in located.open_nodes:
+        raise Refused(node, path, "a recursive alias: this node contains itself")
+    if len(path) > MAX_DEPTH:
+        raise Refused(node, path, f"expected at most {MAX_DEPTH} levels of nesting")
+    if node.tag not in PLAIN_TAGS:
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+        raise Refused(node, path, f"expected plain YAML, got the tag {tag!r} (tags are not allowed)")
+    located.converted += 1
+    located.distinct.add(id(node))
+    if located.converted > max(MAX_EXPANDED_NODES, MAX_EXPANSION * len(located.distinct)):
+        raise Refused(node, path, f"aliases expand the document past {located.converted:,} nodes from "
+                                  f"{len(located.distinct):,} written ones; write the values out instead")
 
 
 def _mapping(node, path: Path, located: Located, loader) -> dict:
