@@ -196,9 +196,37 @@ def _exit(command) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted: nothing was written", err=True)
         code = Exit.INTERRUPTED
+    except Terminated:
+        click.echo("terminated (SIGTERM): workers ended, nothing was written", err=True)
+        code = Exit.TERMINATED
+    except Exception as exc:  # the audit's own bug: exit 2 ("nothing judged"), never 1 ("gate failed")
+        code = _crashed(exc)
     sys.exit(int(code))
+
+
+def _crashed(exc: Exception) -> int:
+    from audit.crash import write_log
+    from audit.errors import first_line
+
+    log = write_log(exc)
+    where = f"; the traceback and the environment are in {log}" if log else ""
+    click.echo(f"error: the audit itself failed ({type(exc).__name__}: {first_line(exc)[:300]}){where}; "
+               "please report it", err=True)
+    return Exit.USAGE
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (a CI job cancelled, a container stopped): unwound like Ctrl-C, so every worker
+    and rank is ended on the way out and nothing is half-written."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
 
 
 def main() -> None:
     """Console-script entry point."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)
     cli(prog_name="audit", auto_envvar_prefix="AUDIT")

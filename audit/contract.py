@@ -44,3 +44,4 @@ class Exit(enum.IntEnum):
     GATE_FAILED = 1
     USAGE = 2
     INTERRUPTED = 130
+    TERMINATED = 143  # SIGTERM (128 + 15), handled like an interrupt

@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, or "(no message)"."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
 class AuditError(Exception):
     """Root of every error the audit raises on purpose; the CLI turns it into exit code 2."""
 
@@ -34,6 +40,10 @@ class RegistryError(AuditError):
 
 class UsageError(AuditError):
     """The command line asked for something that cannot be done (nothing selected, unknown entry)."""
+
+
+class OutputError(AuditError):
+    """A report or a file could not be written (a read-only folder, a full disk): names the path and cause."""
 
 
 class InternalError(AuditError):

@@ -18,7 +18,3 @@ def is_user(filename: str) -> bool:
     return not filename.startswith(LIBRARY_DIRS)
 
 
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message, or "(no message)"."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else "(no message)"

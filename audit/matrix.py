@@ -11,6 +11,7 @@ from pathlib import Path
 
 from audit.cells import Cell
 from audit.contract import MATRIX_SCHEMA, Status
+from audit.errors import OutputError
 
 
 def build(result, registry, seed: int) -> dict:
@@ -85,9 +86,13 @@ def dumps(matrix: dict) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and a rename: never half-written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``text`` to ``path`` via a temporary file and a rename: never half-written. An OS error
+    (read-only folder, full disk) becomes an :class:`OutputError` naming the path."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # what open() would have given, not mkstemp's 0600
@@ -95,6 +100,8 @@ def write_atomic(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise

@@ -16,7 +16,7 @@ import torch
 
 from audit.checks.interface import Check, Violation
 from audit.checks.tensors import compare_all, detached as _detached, outputs_of
-from audit.frames import first_line
+from audit.errors import first_line
 from audit.inputs.variants import resized
 
 MODES = (("non-strict", False), ("strict", True))

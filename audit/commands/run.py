@@ -64,8 +64,8 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
     matrix["verdict"] = matrix_mod.verdict(matrix_mod.cells_of(matrix), settled["strict"])
     if split:
         matrix["shard"] = split
+    show(matrix, output_format)  # first: the verdict reaches the terminal even when --out cannot be written
     _write(Path(out), matrix, result)
-    show(matrix, output_format)
     if options.cache_dir:
         click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
                    f"{options.cache_dir}; {result.computed} computed", err=True)

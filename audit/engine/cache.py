@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from audit import __version__
-from audit.engine.outcome import ERRORED, Outcome, outcome_from_json, outcome_to_json
+from audit.engine.outcome import ERRORED, VERDICTS, Outcome, outcome_from_json, outcome_to_json
 
 #: Bump when the record's layout changes.
 FORMAT = 1
@@ -41,13 +41,17 @@ class Cache:
         """The stored outcome and target digest for ``key``, or None."""
         path = self._path(key)
         try:
-            record = json.loads(path.read_text())
+            found = _read_record(path.read_text())
             os.utime(path)  # recently used
-        except (OSError, ValueError):
+        except OSError:
+            self.misses += 1
+            return None
+        except ValueError:  # not a record this audit wrote (truncated, edited, another version): recompute
+            path.unlink(missing_ok=True)
             self.misses += 1
             return None
         self.hits += 1
-        return outcome_from_json(record["outcome"]), record["digest"]
+        return found
 
     def put(self, key: str, outcome: Outcome, digest: str | None) -> None:
         """Store ``outcome`` (never an error) under ``key``."""
@@ -152,3 +156,17 @@ def _origin(module: str) -> Path | None:
 
 def _file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _read_record(text: str) -> tuple[Outcome, str]:
+    """A stored record as (outcome, digest); ValueError when it is not valid JSON of the right shape."""
+    record = json.loads(text)
+    try:
+        outcome, digest = outcome_from_json(record["outcome"]), record["digest"]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"not a cache record: {exc}") from None
+    fields = (outcome.key.check, outcome.key.dtype, outcome.key.device, outcome.verdict, outcome.message, digest)
+    if not all(isinstance(f, str) for f in fields) or not isinstance(outcome.examples, int) \
+            or not isinstance(outcome.seconds, (int, float)) or outcome.verdict not in VERDICTS:
+        raise ValueError("not a cache record: a field has the wrong type")
+    return outcome, digest

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.errors import Flaky
 
 from audit.checks.interface import NotApplicable, Violation
-from audit.frames import first_line as _first_line
+from audit.errors import first_line as _first_line
 from audit.frames import is_user
 from audit.inputs.case import Case
 

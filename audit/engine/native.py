@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from audit.errors import AuditError
+
 SOURCES = (".cpp", ".cc", ".cxx", ".cu")
 LIBRARIES = (".so", ".dylib", ".dll", ".pyd")
 FLAGS = ("-O2",)
@@ -21,7 +23,7 @@ FLAGS = ("-O2",)
 BUILD_DIR = Path(".audit-cache") / "build"
 
 
-class NativeError(Exception):
+class NativeError(AuditError):
     """A native library could not be found, built or loaded."""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 HELD, VIOLATED, SKIPPED, ERRORED = "held", "violated", "skipped", "error"
+VERDICTS = (HELD, VIOLATED, SKIPPED, ERRORED)
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Callable
 
 from audit.engine import native
+from audit.errors import AuditError
 from audit.registry.model import Entry
 
 
-class TargetError(Exception):
+class TargetError(AuditError):
     """The target could not be imported or is not what its kind says."""
 
 
