@@ -32,7 +32,7 @@ def render(matrix: dict, output_format: str, *, by_owner: bool = False, color: b
         return junit.render(matrix)
     text = terminal.render(matrix, color=color, width=width, by_owner=by_owner)
     if output_format == "github":
-        return github.annotations(matrix) + text
+        return github.annotations(matrix) + github.inert(text)
     return text
 
 

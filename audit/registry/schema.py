@@ -9,7 +9,8 @@ from importlib import resources
 SCHEMA_FILE = "registry.schema.json"
 
 PATTERN_HINTS = {
-    "^[A-Za-z0-9._:-]+$": "letters, digits and . _ : -",
+    "^[A-Za-z0-9._:][A-Za-z0-9._:-]*$": "letters, digits and . _ : - (not starting with -, which a command line "
+                                        "would take for an option)",
     "^[A-Za-z_][A-Za-z0-9_]*$": "an identifier (letters, digits, _)",
     r"^\d{4}-\d{2}-\d{2}$": "a date YYYY-MM-DD",
     r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$": "'module:Qualname'",

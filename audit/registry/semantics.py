@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import datetime
 import re
+import unicodedata
 
 from audit.contract import CHECK_NAMES
 from audit.errors import Problem
+from audit.registry.schema import describe
 from audit.registry.yamltree import Located, dotted
 
 MODULE_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -43,9 +45,17 @@ def entry_problems(entry: dict, index: int, located: Located, file: str) -> list
 def _owner(entry: dict) -> list:
     owners = entry.get("owner")
     owners = owners if isinstance(owners, list) else [owners] if isinstance(owners, str) else []
-    bad = [o for o in owners if isinstance(o, str) and (not o.strip() or any(c in o for c in " <>\t"))]
-    return [(("owner",), f"expected a team or person handle such as @ml-kernels, got {bad[0]!r} (a placeholder "
-                         "`audit scan --write` left: fill it in)")] if bad else []
+    bad = [o for o in owners if isinstance(o, str) and (not o.strip() or any(_not_in_handle(c) for c in o))]
+    if not bad:
+        return []
+    why = ("a placeholder `audit scan --write` left: fill it in" if bad[0].startswith("<owner")
+           else "no spaces, control characters or markup")
+    return [(("owner",), f"expected a team or person handle such as @ml-kernels, got {describe(bad[0])} ({why})")]
+
+
+def _not_in_handle(char: str) -> bool:
+    """Whitespace, control characters and markup have no place in a handle (and would reach reports)."""
+    return char.isspace() or char in "<>`|" or unicodedata.category(char)[0] == "C"
 
 
 def _required(entry: dict) -> list:

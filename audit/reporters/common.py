@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from audit.contract import CHECK_NAMES, Status
 
 #: Worst first: the status a group of cells (one check, several dtypes or devices) is shown as.
@@ -70,6 +72,23 @@ def problems(matrix: dict, statuses=SHOWN) -> list[tuple[dict, dict]]:
     """(entry, cell) for every cell with one of ``statuses``, in matrix order."""
     wanted = {s.value for s in statuses}
     return [(e, c) for e in matrix["entries"] for c in e["cells"] if c["status"] in wanted]
+
+
+#: C0 and C1 control characters except tab and newline (ESC starts terminal escapes: colours, hyperlinks,
+#: a cleared screen), and DEL. Any string from a registry or an exception may carry them.
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` without terminal escape sequences and control characters (tab and newline kept)."""
+    return _CONTROL.sub("", text)
+
+
+def markdown_text(text: str) -> str:
+    """``text`` safe inside a Markdown table cell or list item: one line, no raw HTML, no table breaks,
+    no code spans opened by the data."""
+    text = printable(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
 
 
 def failure_line(entry: dict, cell: dict) -> str:

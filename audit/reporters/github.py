@@ -7,7 +7,7 @@ summary (verdict, failures, the matrix folded away) is kept under GitHub's 1 MiB
 from __future__ import annotations
 
 from audit.reporters import markdown
-from audit.reporters.common import headline, problems
+from audit.reporters.common import headline, markdown_text, printable, problems
 
 #: GitHub refuses a step summary over 1 MiB; stay well clear of it.
 SUMMARY_LIMIT = 900 * 1024
@@ -25,6 +25,16 @@ def annotations(matrix: dict) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def inert(text: str) -> str:
+    """``text`` (the plain report printed after the annotations) wrapped in ``::stop-commands::``, so
+    that no line of it, whatever a target's message says (``::error::``, ``::add-mask::``), is taken as
+    a workflow command. The token is a digest of the text, which the text therefore cannot contain."""
+    import hashlib
+
+    token = "audit-" + hashlib.sha256(text.encode()).hexdigest()[:32]
+    return f"::stop-commands::{token}\n{text}{'' if text.endswith(chr(10)) else chr(10)}::{token}::\n"
+
+
 def summary(matrix: dict) -> str:
     """Markdown for ``$GITHUB_STEP_SUMMARY``: verdict first, a failures table, the matrix folded away."""
     icon = "✅" if matrix["verdict"] == "pass" else "❌"
@@ -32,8 +42,8 @@ def summary(matrix: dict) -> str:
     found = problems(matrix)
     if found:
         lines += ["| entry | check | cell | owner | message | replay |", "|---|---|---|---|---|---|"]
-        lines += [f"| {_md(e['name'])} | {c['check']} | {c['status']} ({c['dtype']}, {c['device']}) | "
-                  f"{_md(', '.join(e['owner']))} | {_md(c['message'])} | `{_md(c['repro'])}` |" for e, c in found]
+        lines += [f"| {markdown_text(e['name'])} | {c['check']} | {c['status']} ({c['dtype']}, {c['device']}) | "
+                  f"{markdown_text(', '.join(e['owner']))} | {markdown_text(c['message'])} | `{markdown_text(c['repro'])}` |" for e, c in found]
         lines.append("")
     head = "\n".join(lines)
     full = markdown.render(matrix)
@@ -47,12 +57,8 @@ def summary(matrix: dict) -> str:
 
 
 def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _property(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")

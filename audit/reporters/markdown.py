@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from audit.reporters.common import (columns, failure_line, group, headline, owner_groups, problems, row_label,
-                                    rows, worst)
+from audit.reporters.common import (columns, failure_line, group, headline, markdown_text, owner_groups, problems,
+                                    row_label, rows, worst)
 
 ICON = {"pass": "✅ pass", "fail": "❌ fail", "error": "💥 error", "unsupported": "➖ unsupported",
         "waived": "🟡 waived", "xpass": "⬆️ xpass", "skip": "⏭️ skip"}
@@ -14,13 +14,13 @@ def render(matrix: dict, *, by_owner: bool = False) -> str:
     lines = [f"# {headline(matrix)}", "", _environment(matrix["environment"]), ""]
     if by_owner:
         for owner, narrowed in owner_groups(matrix):
-            lines += [f"## {_escape(owner)}", ""] + _table(narrowed) + [""]
+            lines += [f"## {markdown_text(owner)}", ""] + _table(narrowed) + [""]
     else:
         lines += _table(matrix)
     found = problems(matrix)
     if found:
         lines += ["", "## Failures", ""]
-        lines += [f"- {_escape(failure_line(entry, cell))}" for entry, cell in found]
+        lines += [f"- {markdown_text(failure_line(entry, cell))}" for entry, cell in found]
     return "\n".join(lines) + "\n"
 
 
@@ -37,7 +37,7 @@ def _table(matrix: dict) -> list[str]:
     names = columns(matrix)
     lines = ["| entry | owner | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
     for entry, device in rows(matrix):
-        row = [_escape(row_label(entry, device)), _escape(", ".join(entry["owner"]))]
+        row = [markdown_text(row_label(entry, device)), markdown_text(", ".join(entry["owner"]))]
         row += [_cell(group(entry, name, device)) for name in names]
         lines.append("| " + " | ".join(row) + " |")
     return lines
@@ -49,7 +49,3 @@ def _cell(cells: list[dict]) -> str:
         return "·"
     count = sum(c["status"] == status.value for c in cells)
     return ICON[status.value] + (f" ×{count}" if count > 1 else "")
-
-
-def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")

@@ -28,6 +28,11 @@ HOSTILE = [
     ("a tag on a sequence", ENTRY.replace("inputs: [", "inputs: !foo [").encode(), "entries[0].inputs", "'!foo'"),
     ("a fixed size of 10^19", ENTRY.replace("shape: [N]", "shape: [10000000000000000000]").encode(),
      "shape[0]", "a fixed size (an integer from 0 to 2147483647)"),
+    ("an owner forging a workflow command", ENTRY.replace('"@a"', '"@a\\n::error::forged"').encode(),
+     ":4:12: entries[0].owner", "no spaces, control characters or markup"),
+    ("an owner with markup", ENTRY.replace('"@a"', '"<script>"').encode(), "entries[0].owner", "markup"),
+    ("a name that is an option", ENTRY.replace("name: a", "name: -rf").encode(), "entries[0].name",
+     "not starting with -"),
     ("a 5 MB name", ENTRY.replace("name: a", "name: " + "x" * 5_000_000).encode(), "entries[0].name",
      "at most 200 characters, got 5,000,000"),
 ]

@@ -86,3 +86,35 @@ def test_github_summary_puts_the_verdict_first_and_stays_under_the_limit():
     big = matrix()
     big["entries"] = [dict(big["entries"][0], name=f"e{i}") for i in range(6000)]
     assert len(github.summary(big).encode()) <= github.SUMMARY_LIMIT + 100
+
+
+FORGED = "ok\n::error::forged annotation\n::add-mask::secret\n<script>alert(1)</script> \x1b]8;;http://evil\x07link\x1b]8;;\x07 \x1b[2J"
+
+
+def _forged() -> dict:
+    data = hostile()
+    data["entries"][0]["owner"] = [FORGED]
+    data["entries"][2]["cells"][0]["message"] = FORGED
+    return data
+
+
+def test_no_line_of_the_github_format_is_a_command_the_data_wrote():
+    from audit import reports
+
+    lines = reports.render(_forged(), "github").splitlines()
+    stop = next(i for i, line in enumerate(lines) if line.startswith("::stop-commands::"))
+    token = lines[stop].split("::")[2]
+    assert lines[-1] == f"::{token}::" and token not in "\n".join(lines[stop + 1:-1])
+    assert all(line.startswith("::error file=registry.yaml,line=") for line in lines[:stop])
+    assert any(line.startswith("::error::forged") for line in lines[stop:])  # inert inside the block
+
+
+def test_markdown_and_the_job_summary_carry_no_raw_html_from_the_data():
+    for text in (markdown.render(_forged()), github.summary(_forged())):
+        assert "<script" not in text and "<img" not in text and "\n::error::" not in text
+        assert "&lt;script&gt;" in text
+
+
+def test_the_terminal_report_strips_control_sequences():
+    text = terminal.render(_forged(), color=False)
+    assert "\x1b" not in text and "\x00" not in text and "http://evil" not in text and "link" in text
