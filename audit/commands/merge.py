@@ -5,9 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from audit import reports
+from audit import outlock, reports
 from audit.commands.diff import read_matrix
-from audit.commands.run import show
+from audit.commands.run import drop_stale_scripts, script_name, show
 from audit.contract import Exit
 from audit.shard import merge
 
@@ -16,12 +16,25 @@ def merge_command(shards, out: str, strict: bool, output_format: str = "terminal
     """Merge, write ``matrix.json`` and ``matrix.md`` (and copy replay scripts), exit 1 if the gate fails."""
     merged = merge([(path, read_matrix(path)) for path in shards], strict)
     folder = Path(out)
-    for path in shards:
-        scripts = Path(path).resolve().parent / "repro"
-        if scripts.is_dir() and scripts.resolve() != (folder / "repro").resolve():
-            (folder / "repro").mkdir(parents=True, exist_ok=True)
-            for script in sorted(scripts.glob("*.py")):
-                shutil.copyfile(script, folder / "repro" / script.name)
-    reports.write_all(folder, merged)
+    wanted = {script_name(e["name"], c["check"], c["dtype"], c["device"]) for e in merged["entries"] for c in e["cells"]}
+    with outlock.exclusive(folder):
+        drop_stale_scripts(folder, _copy_scripts(shards, folder, wanted))
+        reports.write_all(folder, merged)
     show(merged, output_format)
     return Exit.GATE_FAILED if merged["verdict"] == "fail" else Exit.OK
+
+
+def _copy_scripts(shards, folder: Path, wanted: set[str]) -> set[str]:
+    """Copy the shards' replay scripts of the merged cells into ``folder/repro``; their names."""
+    kept = set()
+    for path in shards:
+        scripts = Path(path).resolve().parent / "repro"
+        for script in sorted(scripts.glob("*.py")) if scripts.is_dir() else ():
+            if script.name not in wanted:
+                continue
+            kept.add(script.name)
+            target = folder / "repro" / script.name
+            if script.resolve() != target.resolve():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(script, target)
+    return kept

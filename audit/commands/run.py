@@ -16,7 +16,7 @@ from audit.contract import Exit
 from audit.errors import UsageError
 from audit.profiles import settle
 from audit.registry.load import load_registry
-from audit import reports
+from audit import outlock, reports
 
 
 def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, max_memory, strict,
@@ -27,49 +27,50 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
     ``explicit`` names the options given on the command line: those win over the ``profile``'s values.
     """
     loaded = load_registry(registry)  # first: a bad registry is refused before torch is imported
-    from audit.engine.options import RunOptions
-    from audit.engine.pool import prestart
-    from audit.engine.run import run as run_engine
-    from audit.progress import progress as make_progress
+    with outlock.exclusive(Path(out)):  # one writer per --out, from the start: a second run is refused at once
+        from audit.engine.options import RunOptions
+        from audit.engine.pool import prestart
+        from audit.engine.run import run as run_engine
+        from audit.progress import progress as make_progress
 
-    settled = settle(dict(examples=examples, compile_backend=compile_backend, cache=cache, timeout=timeout,
-                          strict=strict), set(explicit), profiles.profile(profile, loaded))
-    entries = select_entries(loaded, select)
-    split = None
-    if shard:
-        entries, split = _shard(entries, shard, durations)
-    base = Path(registry).resolve().parent
-    options = RunOptions(examples=settled["examples"], seed=seed, timeout=settled["timeout"],
-                         max_memory=parse_size(max_memory, "--max-memory"), jobs=jobs, base=str(base),
-                         checks_dir=str(checks_dir(loaded)), compile_backend=settled["compile_backend"],
-                         cache_dir=str(Path(cache_dir) if cache_dir else base / ".audit-cache") if settled["cache"] else None,
-                         cache_size=parse_size(cache_size, "--cache-size"))
-    # Workers import torch while this process does (the check table needs it): the two overlap. With the
-    # cache on, most runs need no worker at all, so none is started ahead.
-    workers = [] if options.cache_dir or not entries else prestart(options, min(jobs, len(entries)))
-    try:
-        table = check_table(loaded)
-        only = select_checks(table, checks)
-        with make_progress(progress) as reporter:
-            result = run_engine(loaded, entries, table, options, only=only, devices=set(devices) or None,
-                                on_event=reporter, workers=workers) if entries else None
-    finally:
-        for worker in workers:
-            worker.close()
-    if result is not None and not result.entries and not split:
-        raise UsageError("nothing selected: no entry has a cell for the chosen checks and devices")
-    if result is None:
-        result = _empty_result(options)
-    matrix = matrix_mod.build(result, loaded, seed)
-    matrix["verdict"] = matrix_mod.verdict(matrix_mod.cells_of(matrix), settled["strict"])
-    if split:
-        matrix["shard"] = split
-    show(matrix, output_format)  # first: the verdict reaches the terminal even when --out cannot be written
-    _write(Path(out), matrix, result)
-    if options.cache_dir:
-        click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
-                   f"{options.cache_dir}; {result.computed} computed", err=True)
-    return Exit.GATE_FAILED if matrix["verdict"] == "fail" else Exit.OK
+        settled = settle(dict(examples=examples, compile_backend=compile_backend, cache=cache, timeout=timeout,
+                              strict=strict), set(explicit), profiles.profile(profile, loaded))
+        entries = select_entries(loaded, select)
+        split = None
+        if shard:
+            entries, split = _shard(entries, shard, durations)
+        base = Path(registry).resolve().parent
+        options = RunOptions(examples=settled["examples"], seed=seed, timeout=settled["timeout"],
+                             max_memory=parse_size(max_memory, "--max-memory"), jobs=jobs, base=str(base),
+                             checks_dir=str(checks_dir(loaded)), compile_backend=settled["compile_backend"],
+                             cache_dir=str(Path(cache_dir) if cache_dir else base / ".audit-cache") if settled["cache"] else None,
+                             cache_size=parse_size(cache_size, "--cache-size"))
+        # Workers import torch while this process does (the check table needs it): the two overlap. With the
+        # cache on, most runs need no worker at all, so none is started ahead.
+        workers = [] if options.cache_dir or not entries else prestart(options, min(jobs, len(entries)))
+        try:
+            table = check_table(loaded)
+            only = select_checks(table, checks)
+            with make_progress(progress) as reporter:
+                result = run_engine(loaded, entries, table, options, only=only, devices=set(devices) or None,
+                                    on_event=reporter, workers=workers) if entries else None
+        finally:
+            for worker in workers:
+                worker.close()
+        if result is not None and not result.entries and not split:
+            raise UsageError("nothing selected: no entry has a cell for the chosen checks and devices")
+        if result is None:
+            result = _empty_result(options)
+        matrix = matrix_mod.build(result, loaded, seed)
+        matrix["verdict"] = matrix_mod.verdict(matrix_mod.cells_of(matrix), settled["strict"])
+        if split:
+            matrix["shard"] = split
+        show(matrix, output_format)  # first: the verdict reaches the terminal even when --out cannot be written
+        _write(Path(out), matrix, result)
+        if options.cache_dir:
+            click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
+                       f"{options.cache_dir}; {result.computed} computed", err=True)
+        return Exit.GATE_FAILED if matrix["verdict"] == "fail" else Exit.OK
 
 
 def _shard(entries, text: str, durations_path):
@@ -92,12 +93,25 @@ def _empty_result(options):
 
 
 def _write(out: Path, matrix: dict, result) -> None:
-    for entry in result.entries:
-        for cell in entry.cells:
-            if cell.script:
-                name = f"{entry.entry.name}__{cell.check}__{cell.dtype}__{cell.device}.py"
-                matrix_mod.write_atomic(out / "repro" / re.sub(r"[^\w.-]", "_", name), cell.script)
+    scripts = {script_name(entry.entry.name, cell.check, cell.dtype, cell.device): cell.script
+               for entry in result.entries for cell in entry.cells if cell.script}
+    for name, script in scripts.items():
+        matrix_mod.write_atomic(out / "repro" / name, script)
+    drop_stale_scripts(out, set(scripts))
     reports.write_all(out, matrix)
+
+
+def script_name(entry: str, check: str, dtype: str, device: str) -> str:
+    """The file name of a cell's replay script under ``repro/``."""
+    return re.sub(r"[^\w.-]", "_", f"{entry}__{check}__{dtype}__{device}.py")
+
+
+def drop_stale_scripts(out: Path, kept: set[str]) -> None:
+    """Remove replay scripts an earlier run left in ``out/repro``: only this run's failures replay."""
+    folder = out / "repro"
+    for stale in sorted(folder.glob("*.py")) if folder.is_dir() else ():
+        if stale.name not in kept:
+            stale.unlink()
 
 
 def show(matrix: dict, output_format: str) -> None:
