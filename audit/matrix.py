@@ -85,6 +85,30 @@ def dumps(matrix: dict) -> str:
     return json.dumps(matrix, indent=2, sort_keys=True) + "\n"
 
 
+#: Metric names that measure the machine, not the code (they differ between two identical runs): a
+#: check that records a time ends its name in ``_seconds``, a memory size in ``_mb``.
+VOLATILE_SUFFIXES = ("_seconds", "_mb")
+
+
+def volatile_metric(name: str) -> bool:
+    """Whether a cell metric measures the machine (time, memory) rather than the code."""
+    return name.endswith(VOLATILE_SUFFIXES)
+
+
+def comparable(matrix: dict) -> dict:
+    """``matrix`` without what differs between two runs on the same inputs and seed: ``created``, each
+    cell's ``seconds`` and its volatile metrics. Two such runs give equal results."""
+    stable = json.loads(json.dumps(matrix))
+    stable.pop("created", None)
+    for entry in stable.get("entries", []):
+        for cell in entry.get("cells", []):
+            cell.pop("seconds", None)
+            metrics = cell.get("metrics")
+            for name in [n for n in metrics or {} if volatile_metric(n)]:
+                metrics.pop(name)
+    return stable
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file and a rename: never half-written. An OS error
     (read-only folder, full disk) becomes an :class:`OutputError` naming the path."""

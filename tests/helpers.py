@@ -33,15 +33,9 @@ def observe(entry, check: str, dtype: str = "float64", *, examples: int = 20, se
 
 
 def matrix_without_timings(text: str) -> dict:
-    """A matrix with ``created`` and every timing (``seconds``, ``metrics.*_seconds``) removed: what must be
-    byte-identical."""
+    """A matrix with ``created``, timings and every other volatile field removed: what must be identical."""
     import json
 
-    matrix = json.loads(text)
-    matrix.pop("created")
-    for e in matrix["entries"]:
-        for c in e["cells"]:
-            c.pop("seconds")
-            for name in [m for m in c.get("metrics", {}) if m.endswith("_seconds")]:
-                c["metrics"].pop(name)
-    return matrix
+    from audit.matrix import comparable
+
+    return comparable(json.loads(text))

@@ -61,14 +61,19 @@ def test_planted_bug_exits_1_with_a_message_that_points_at_it(write_registry, tm
 
 
 def test_same_seed_gives_the_same_matrix(write_registry, tmp_path):
-    registry = write_registry([CUBE, BROKEN], defaults=DEFAULTS)
+    model = {"name": "net", "kind": "model", "target": "examples.models:build", "training": {"steps": 2}}
+    registry = write_registry([CUBE, BROKEN, model], defaults=DEFAULTS)
     texts = []
     for name in ("a", "b"):
         _run("run", "--registry", str(registry), "--out", str(tmp_path / name), "--check", "gradcheck",
-             "--check", "determinism", "--check", "vmap", "--check", "compile", "--progress", "off", "-j", "2")
-        texts.append(matrix_without_timings((tmp_path / name / "matrix.json").read_text()))
+             "--check", "determinism", "--check", "vmap", "--check", "compile", "--check", "train_step",
+             "--progress", "off", "-j", "2")
+        raw = (tmp_path / name / "matrix.json").read_text()
+        assert "peak_rss_mb" in raw and "step_seconds" in raw and "compile_seconds" in raw  # volatile, present
+        texts.append(matrix_without_timings(raw))
     assert texts[0] == texts[1]
     assert any(c.get("metrics", {}).get("graphs") for e in texts[0]["entries"] for c in e["cells"])
+    assert any(c.get("metrics", {}).get("losses") for e in texts[0]["entries"] for c in e["cells"])
 
 
 def test_select_and_check_limit_the_cells(write_registry, tmp_path):
