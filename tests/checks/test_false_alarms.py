@@ -10,6 +10,7 @@ from audit.checks.jacobian import torch_sentence
 from audit.checks.tensors import mismatch
 from audit.engine.outcome import HELD, VIOLATED
 from audit.registry.model import Tolerance
+from tests.fixtures import correct_shapes
 from tests.helpers import entry, observe
 
 C = "tests.fixtures.correct_shapes"
@@ -50,6 +51,38 @@ def test_a_backward_detached_from_its_input_alone_still_fails_gradgradcheck_clea
     assert found.verdict == VIOLATED
     assert "Jacobian mismatch for output 0 with respect to input 0;" in found.message
     assert ",;" not in found.message and "computed outside" not in found.message
+
+
+@pytest.mark.parametrize("name", LINEAR + ["Round"])
+def test_shared_expanded_or_view_gradients_pass_alias(tmp_path, name):
+    found = _observe(tmp_path, name, "alias", SHAPES.get(name, VECTOR))
+    assert found.verdict == HELD, found.message
+
+
+# (buggy Function, registry keys, words the message must contain)
+HARMFUL = [
+    ("ReturnsInput", VECTOR, "after an in-place update of the gradient of input 0 (grad += 1"),
+    ("ReturnsInput", VECTOR, "input 0 changed: max |delta| = 1;"),
+    ("MulReturnsInput", ROWS, "update of the gradient of input 1 (grad += 1, as accumulation or in-place "
+                              "clipping does), input 0 changed"),
+    ("GradIntoInput", VECTOR, "backward modified input 0 in place"),
+    ("ReusedGradBuffer", VECTOR, "changed by max |delta| = "),
+    ("ReusedGradBuffer", VECTOR, "when the next call (forward and backward) ran with other cotangents"),
+    ("CtxWorkspace", VECTOR, "when a second backward through the same graph (retain_graph=True) ran"),
+    ("CachedZeroGrad", VECTOR, "input 0 (grad += 1, as accumulation or in-place clipping does), the next "
+                               "call gives a different result: gradient of input 0: max |got - expected| = 1"),
+    ("CtxZeroGrad", VECTOR, "a second backward through the same graph gives a different result: gradient "
+                            "of input 0: max |got - expected| = 1"),
+]
+
+
+@pytest.mark.parametrize("name, spec, words", HARMFUL, ids=[f"{h[0]}-{i}" for i, h in enumerate(HARMFUL)])
+def test_gradient_memory_that_changes_a_result_fails_alias(tmp_path, name, spec, words):
+    correct_shapes._ZEROS.clear()  # CachedZeroGrad's cache, updated in place by an earlier run
+    found = _observe(tmp_path, name, "alias", spec)
+    assert found.verdict == VIOLATED
+    assert words in found.message, found.message
+    assert found.script
 
 
 def test_a_nan_mismatch_says_which_side_is_nan():
