@@ -1,18 +1,22 @@
-"""``alias``: no undeclared in-place writes or shared storage, forward or backward."""
+"""``alias``: no undeclared in-place writes or shared storage in forward; in backward, no writes into
+grad_output or the inputs, and no returned gradient whose memory can change a result."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
 from audit.checks.interface import Check, Violation
-from audit.checks.tensors import differentiable, grad_outputs, outputs_of
+from audit.checks.jacobian import torch_sentence
+from audit.checks.tensors import differentiable, grad_outputs, mismatch, outputs_of
 
 
 def run(subject, case) -> None:
     """Mutation and aliasing against ``mutates``/``views`` (and an op's schema), in forward and backward."""
     entry = subject.entry
     leaves = subject.args(case)
-    args = [a.clone() if isinstance(a, torch.Tensor) and i in entry.mutates else a for i, a in enumerate(leaves)]
+    args = _arguments(entry, leaves)
     before = [(a.detach().clone(), a._version) if isinstance(a, torch.Tensor) else None for a in args]
     result = subject.target.fn(*args)
     outputs = outputs_of(result)
@@ -21,6 +25,12 @@ def run(subject, case) -> None:
     _mutations(entry, args, before, kind=entry.kind)
     _aliases(entry, args, outputs)
     _backward(subject, leaves, outputs)
+    _gradient_memory(subject, case)
+
+
+def _arguments(entry, leaves) -> list:
+    """The call's arguments: the leaves, with a copy for each input forward declares it writes."""
+    return [a.clone() if isinstance(a, torch.Tensor) and i in entry.mutates else a for i, a in enumerate(leaves)]
 
 
 def _changed(arg: torch.Tensor, before) -> bool:
@@ -87,37 +97,258 @@ def _shares(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _backward(subject, leaves, outputs) -> None:
-    inputs = [a for a in leaves if isinstance(a, torch.Tensor) and a.requires_grad]
+    positions = _grad_positions(leaves)
     outputs = differentiable(outputs)
-    if not inputs or not outputs:
+    if not positions or not outputs:
         return
+    inputs = [leaves[i] for i in positions]
     cotangents = grad_outputs(outputs, subject.seed)
     saved = [(g.clone(), g._version) for g in cotangents]
-    grads = torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True)
+    before = [(x.detach().clone(), x._version) for x in inputs]
+    torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True)
     for k, (g, (copy, version)) in enumerate(zip(cotangents, saved)):
         if g._version != version or not torch.equal(g, copy):
             raise Violation(f"backward modified grad_output {k} in place: another branch of the graph may share "
                             "it; compute into a new tensor (grad * 2, not grad.mul_(2))")
-    present = [(i, g) for i, g in enumerate(grads) if g is not None]
-    for a, (i, gi) in enumerate(present):
-        for j, gj in present[a + 1:]:
-            if _shares(gi, gj):
-                raise Violation(f"the gradients of inputs {i} and {j} share storage: return separate tensors")
+    for i, x, saved_x in zip(positions, inputs, before):
+        if _changed(x, saved_x):
+            raise Violation(f"backward modified input {i} in place: the caller's tensor is overwritten; compute "
+                            "the gradient into a new tensor")
+
+
+def _grad_positions(args) -> list[int]:
+    return [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+
+
+# Gradient memory. Sharing by itself is harmless: torch's own add returns one tensor for both inputs and
+# torch.cat's backward returns views of grad_output, and the engine copies a gradient before it keeps one
+# that something else references. What can change a result is shown, not suspected: a returned gradient
+# that the Function writes again, or whose in-place update (grad += 1, as accumulation and in-place
+# clipping do to gradients the caller holds) changes an input, an output or a later gradient.
+
+#: How the update is described in a message.
+_UPDATE = "an in-place update of the gradient of {which} (grad += 1, as accumulation or in-place clipping does)"
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """One forward and backward of the target on fresh arguments, its graph kept for another backward."""
+
+    leaves: list
+    positions: list[int]
+    outputs: list[torch.Tensor]
+    grads: list
+
+    @property
+    def inputs(self) -> list[torch.Tensor]:
+        """The arguments the gradients are taken with respect to."""
+        return [self.leaves[i] for i in self.positions]
+
+    def again(self, seed: int) -> list:
+        """A second backward through the same graph, with the cotangents drawn from ``seed``."""
+        return list(torch.autograd.grad(self.outputs, self.inputs, grad_outputs(self.outputs, seed),
+                                        retain_graph=True, allow_unused=True))
+
+
+@dataclass(frozen=True)
+class _Repeats:
+    """Whether the target gives the same gradients again without any update: only then is a difference
+    after an update the update's doing (a stochastic or non-reentrant backward is not this check's)."""
+
+    same_graph: bool
+    next_call: bool
+
+
+def _pass(subject, case, seed: int) -> _Pass | None:
+    """A forward and backward on fresh arguments, cotangents drawn from ``seed``; None when nothing is
+    differentiable."""
+    leaves = subject.args(case)
+    positions = _grad_positions(leaves)
+    with torch.random.fork_rng(devices=[] if subject.device == "cpu" else None):
+        torch.manual_seed(subject.seed)  # a stochastic target draws the same values on every pass
+        outputs = differentiable(outputs_of(subject.call(_arguments(subject.entry, leaves))))
+        if not positions or not outputs:
+            return None
+        grads = torch.autograd.grad(outputs, [leaves[i] for i in positions], grad_outputs(outputs, seed),
+                                    retain_graph=True, allow_unused=True)
+    return _Pass(leaves, positions, outputs, list(grads))
+
+
+def _gradient_memory(subject, case) -> None:
+    """Returned gradients are not rewritten later, and updating them in place changes nothing else."""
+    first = _pass(subject, case, subject.seed)
+    if first is None:
+        return
+    _rewritten(subject, case, first)
+    _updated(subject, case, first)
+
+
+def _rewritten(subject, case, run: _Pass) -> None:
+    """A returned gradient keeps its values when the target runs again, with other cotangents."""
+    kept = _copies(run.grads)
+    _pass(subject, case, subject.seed + 1)
+    _unchanged(run, kept, "the next call (forward and backward)", "a buffer kept between calls")
+    try:
+        run.again(subject.seed + 1)
+    except Exception:  # a graph that cannot run backward twice is no sign of shared memory
+        return
+    _unchanged(run, kept, "a second backward through the same graph (retain_graph=True)", "a workspace on ctx")
+
+
+def _unchanged(run: _Pass, kept: list, when: str, where: str) -> None:
+    for i, grad, copy in zip(run.positions, run.grads, kept):
+        delta = _delta(grad, copy)
+        if delta:
+            raise Violation(f"the gradient of input {i} changed by max |delta| = {delta:.3g} when {when} ran "
+                            f"with other cotangents: backward returns memory it writes again ({where}); return "
+                            "a new tensor")
+
+
+def _updated(subject, case, first: _Pass) -> None:
+    """Update every returned gradient in place; on a change, name the one gradient that causes it alone."""
+    repeats = _repeats(subject, case, first)
+    problem = _after_update(subject, case, first, None, repeats)
+    if problem is None:
+        return
+    for n in range(len(first.grads)):
+        alone = _after_update(subject, case, _pass(subject, case, subject.seed), n, repeats)
+        if alone:
+            raise Violation(alone)
+    raise Violation(problem)
+
+
+def _repeats(subject, case, first: _Pass) -> _Repeats:
+    tol = subject.tolerance()
+    try:
+        same_graph = _same(first.again(subject.seed), first.grads, tol)
+    except Exception:  # a graph that cannot run backward twice
+        same_graph = False
+    again = _pass(subject, case, subject.seed)
+    return _Repeats(same_graph, _same(again.outputs + again.grads, first.outputs + first.grads, tol))
+
+
+def _after_update(subject, case, run: _Pass, n: int | None, repeats: _Repeats) -> str | None:
+    """What changes after an in-place update of gradient ``n`` of ``run`` (every gradient when None)."""
+    named = _named(run)
+    before, grads = _copies([t for _, t in named]), _copies(run.grads)
+    chosen = [g for k, g in enumerate(run.grads) if n in (None, k)]
+    if not any([_bump(g) for g in chosen]):
+        return None
+    which = "each input" if n is None else f"input {run.positions[n]}"
+    said = _UPDATE.format(which=which)
+    for (label, now), then in zip(named, before):
+        delta = _delta(now, then)
+        if delta:
+            return (f"after {said}, {label} changed: max |delta| = {delta:.3g}; the gradient is {label}'s own "
+                    "memory: return a new tensor (compute it out of place, or .clone())")
+    return _later(subject, case, run, grads, said, repeats)
+
+
+def _named(run: _Pass) -> list[tuple[str, torch.Tensor]]:
+    leaves = [(f"input {i}", a) for i, a in enumerate(run.leaves) if isinstance(a, torch.Tensor)]
+    return leaves + [(f"output {k}", o) for k, o in enumerate(run.outputs)]
+
+
+def _later(subject, case, run: _Pass, grads: list, said: str, repeats: _Repeats) -> str | None:
+    """The next call, then a second backward through the same graph, against the gradients before."""
+    tol = subject.tolerance()
+    if repeats.next_call:
+        problem = _difference(_pass(subject, case, subject.seed).grads, grads, run.positions, tol)
+        if problem:
+            return (f"after {said}, the next call gives a different result: {problem}; backward returns "
+                    "memory kept between calls (a cache or workspace): return a new tensor")
+    if repeats.same_graph:
+        try:
+            problem = _difference(run.again(subject.seed), grads, run.positions, tol)
+        except Exception as exc:  # e.g. autograd's version counter: the update reached a saved tensor
+            problem = f"it raises {type(exc).__name__}: {torch_sentence(exc)}"
+        if problem:
+            return (f"after {said}, a second backward through the same graph gives a different result: "
+                    f"{problem}; backward returns memory kept on ctx and read again: return a new tensor")
+    return None
+
+
+def _difference(got: list, expected: list, positions: list[int], tol) -> str | None:
+    for i, g, e in zip(positions, got, expected):
+        if (g is None) != (e is None):
+            return f"the gradient of input {i} is {'None' if g is None else 'a tensor'} where it was not"
+        problem = None if g is None else mismatch(g, e, tol)
+        if problem:
+            return f"gradient of input {i}: {problem}"
+    return None
+
+
+def _same(got: list, expected: list, tol) -> bool:
+    return _difference(got, expected, list(range(len(got))), tol) is None
+
+
+def _bump(grad) -> bool:
+    """``grad += 1`` in place; False where torch refuses (an expanded gradient, which the engine copies
+    before it writes) or there is nothing to write."""
+    if grad is None or grad.numel() == 0:
+        return False
+    try:
+        with torch.no_grad():
+            grad.add_(1)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _copies(tensors) -> list:
+    return [None if t is None else t.detach().clone() for t in tensors]
+
+
+def _delta(now, then) -> float:
+    """The largest change of a tensor against its earlier copy (0 when unchanged; NaN equals NaN)."""
+    if now is None:
+        return 0.0
+    now, then = now.detach().nan_to_num(), then.nan_to_num()
+    if torch.equal(now, then):
+        return 0.0
+    return float((now - then if now.is_complex() else now.double() - then.double()).abs().max())
 
 
 CHECK = Check(
     name="alias",
     contract="forward modifies only the inputs declared in mutates (values and version counters compared), "
              "and those it must modify and mark dirty; an output shares storage with an input only if "
-             "declared in views (or mutates); backward leaves grad_output untouched; no two returned "
-             "gradients share storage",
+             "declared in views (or mutates); backward modifies neither grad_output nor the inputs; a "
+             "returned gradient keeps its values when the target runs again, and an in-place update of it "
+             "(grad += 1) changes no input, output or later gradient (gradients may share memory with each "
+             "other or with grad_output, as torch's own add and cat do)",
     run=run,
+    version=2,
     script="""\
 before = [a.detach().clone() if torch.is_tensor(a) else a for a in args]
 out = fn(*args)
+outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if torch.is_tensor(o)]
 for i, (a, b) in enumerate(zip(args, before)):
     if torch.is_tensor(a):
-        print("input", i, "changed:", not torch.equal(a.detach(), b),
-              "shares storage with output:", a.untyped_storage().data_ptr() == out.untyped_storage().data_ptr())
+        print("input", i, "changed:", not torch.equal(a.detach(), b), "shares storage with an output:",
+              any(a.untyped_storage().data_ptr() == o.untyped_storage().data_ptr() for o in outs))
+def gradients(args, cotangents=None):
+    out = fn(*args)
+    live = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if torch.is_tensor(o) and o.requires_grad]
+    cotangents = cotangents or [torch.randn_like(o) for o in live]
+    diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
+    return torch.autograd.grad(live, diff, cotangents, allow_unused=True), cotangents
+fresh = lambda: [b.clone().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a, b in zip(args, before)]
+same = lambda got, kept: [None if g is None else not torch.equal(g, k) for g, k in zip(got, kept)]
+grads, cotangents = gradients(fresh())
+kept = [None if g is None else g.clone() for g in grads]
+gradients(fresh())  # the next call, other cotangents
+print("gradients changed by the next call:", same(grads, kept))
+first_args = fresh()
+grads, cotangents = gradients(first_args)
+kept = [None if g is None else g.clone() for g in grads]
+with torch.no_grad():
+    for g in grads:
+        try:
+            g.add_(1)  # as gradient accumulation or in-place clipping does
+        except (AttributeError, RuntimeError):
+            pass  # no gradient, or an expanded one that torch refuses to write
+print("inputs changed by grad += 1:", [not torch.equal(a.detach(), b) for a, b in zip(first_args, before) if torch.is_tensor(a)])
+print("next call's gradients differ after grad += 1:", same(gradients(fresh(), cotangents)[0], kept))
 """,
 )

@@ -7,7 +7,7 @@ from torch.autograd.gradcheck import GradcheckError
 
 from audit.checks import smoothness
 from audit.checks.interface import Check, Violation
-from audit.checks.jacobian import gradcheck_options, wrap
+from audit.checks.jacobian import gradcheck_options, torch_sentence, wrap
 from audit.checks.subject import grad_inputs
 
 
@@ -28,7 +28,7 @@ def run(subject, case) -> None:
     except GradcheckError as exc:
         if smoothness.excused(subject, "forward_ad", case, fn, inputs, options["eps"]):
             return
-        raise Violation(f"forward-mode AD: {str(exc).strip().splitlines()[0]}") from None
+        raise Violation(f"forward-mode AD: {torch_sentence(exc)}") from None
 
 
 CHECK = Check(

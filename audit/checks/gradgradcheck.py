@@ -7,13 +7,18 @@ from torch.autograd.gradcheck import GradcheckError
 
 from audit.checks import smoothness
 from audit.checks.interface import Check, Violation
-from audit.checks.jacobian import gradcheck_options, wrap
+from audit.checks.jacobian import gradcheck_options, torch_sentence, wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import vjp
+from audit.checks.tensors import differentiable, grad_outputs, outputs_of
 
-NOT_DIFFERENTIABLE = ("the backward's result does not require grad: it is computed outside autograd "
-                      "(x.detach(), .data, numpy) or marked @once_differentiable; build the backward "
-                      "from differentiable torch ops, or claim supports.double_backward: false")
+CUT = ("the backward's result does not require grad although grad_output does: autograd cannot see how it "
+       "was computed (x.detach(), .data, numpy); build the backward from differentiable torch ops, or claim "
+       "supports.double_backward: false")
+ONCE = ("the backward is marked @once_differentiable: differentiating its result raises; drop the decorator "
+        "and build the backward from differentiable torch ops, or claim supports.double_backward: false")
+#: The name of the node @once_differentiable puts over a backward's results when grad mode is on: it
+#: raises only once the engine reaches it.
+_DELAYED_ERROR = "torch::autograd::Error"
 
 
 def run(subject, case) -> None:
@@ -31,19 +36,40 @@ def run(subject, case) -> None:
         if smoothness.excused(subject, "gradgradcheck", case, smoothness.backward_of(fn, subject.seed), inputs,
                               options["eps"]):
             return
-        raise Violation(f"torch.autograd.gradgradcheck: {str(exc).strip().splitlines()[0]}") from None
+        raise Violation(f"torch.autograd.gradgradcheck: {torch_sentence(exc)}") from None
 
 
 def _differentiable_backward(subject, args, inputs) -> None:
-    try:
-        _, grads = vjp(subject.target.fn, args, inputs, subject.seed, create_graph=True)
-    except RuntimeError as exc:
-        if "once_differentiable" in str(exc):
-            raise Violation(NOT_DIFFERENTIABLE) from None
-        raise
-    stuck = [i for i, g in enumerate(grads) if g.numel() and not g.requires_grad]
-    if stuck:
-        raise Violation(f"gradient of input {stuck[0]}: {NOT_DIFFERENTIABLE}")
+    """Names a backward autograd cannot differentiate. The cotangents require grad, as torch's
+    gradgradcheck's do, so a linear backward (grad, grad.sum(0), grad.split(...)) yields results that
+    require grad through them. A result that does not is a cut, unless it is all zeros: a constant zero
+    gradient (round, floor, sign: torch's own return zeros_like) has a zero derivative, which torch's
+    gradgradcheck then confirms numerically. A nonzero gradient is linear in grad_output, so one that
+    does not require grad hides how it was computed."""
+    outputs = differentiable(outputs_of(subject.call(args)))
+    if not outputs:
+        raise Violation("returned no differentiable output: nothing carries a gradient back")
+    cotangents = [c.requires_grad_() for c in grad_outputs(outputs, subject.seed)]
+    grads = torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True, create_graph=True)
+    for i, g in enumerate(grads):
+        if g is not None and _reaches(g.grad_fn, _DELAYED_ERROR):
+            raise Violation(f"gradient of input {i}: {ONCE}")
+        if g is not None and not g.requires_grad and g.count_nonzero():
+            raise Violation(f"gradient of input {i}: {CUT}")
+
+
+def _reaches(node, name: str) -> bool:
+    """Whether the autograd graph from ``node`` holds a node called ``name``."""
+    seen, stack = set(), [node]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        if node.name() == name:
+            return True
+        seen.add(node)
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return False
 
 
 CHECK = Check(
@@ -53,6 +79,7 @@ CHECK = Check(
     run=run,
     claimed=lambda entry: entry.supports.double_backward,
     claim="supports.double_backward",
+    version=2,
     script="""\
 diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
 def f(*xs):

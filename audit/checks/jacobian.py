@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import torch
 
 from audit.checks.tensors import outputs_of
@@ -49,13 +51,25 @@ def gradcheck_tolerance(subject) -> tuple[float, float]:
 
 
 def explain_gradcheck_failure(fn, inputs, exc: Exception, options: dict) -> str:
-    """The largest analytic-vs-numeric difference and where it is, or torch's own first line."""
-    first = str(exc).strip().splitlines()[0]
+    """The largest analytic-vs-numeric difference and where it is, with torch's own first line where it
+    says more than that; torch's line alone when nothing is located."""
+    said = torch_sentence(exc)
     try:
         located = _locate(fn, inputs, options["eps"], options["atol"], options["rtol"])
     except Exception:  # the diagnosis is a courtesy; torch's message still stands
         located = None
-    return f"{located}; torch: {first}" if located else f"torch.autograd.gradcheck: {first}"
+    if not located:
+        return f"torch.autograd.gradcheck: {said}"
+    return located if located.startswith(f"{said}:") else f"{located}; torch.autograd.gradcheck: {said}"
+
+
+def torch_sentence(exc: Exception) -> str:
+    """The first line of a torch error as a clause to embed: whitespace collapsed, sentences torch glued
+    together ("gradient.The tolerance") parted, and trailing punctuation dropped (torch ends
+    "Jacobian mismatch for output 0 with respect to input 0," before its matrices)."""
+    lines = str(exc).strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else type(exc).__name__
+    return re.sub(r"(?<=[a-z])\.(?=[A-Z])", ". ", first).rstrip(" ,;:.")
 
 
 def _locate(fn, inputs, eps, atol, rtol) -> str | None:

@@ -68,8 +68,7 @@ def mismatch(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> str |
     got64, exp64 = got.detach().double().cpu(), expected.detach().double().cpu()
     nan_mismatch = torch.isnan(got64) != torch.isnan(exp64)
     if nan_mismatch.any():
-        index = _index(nan_mismatch.int(), got.shape)
-        return f"NaN where the other is not at index {index}"
+        return _nan_mismatch(got64, exp64, nan_mismatch, got.shape)
     both_nan = torch.isnan(got64) & torch.isnan(exp64)
     same = both_nan | (got64 == exp64)  # equal infinities are equal
     error = (got64 - exp64).abs().masked_fill(same, 0.0)
@@ -83,6 +82,18 @@ def mismatch(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> str |
     return (f"max |got - expected| = {error.reshape(-1)[flat].item():.3g} at index {index} "
             f"(got {got64.reshape(-1)[flat].item():.6g}, expected {exp64.reshape(-1)[flat].item():.6g}); "
             f"allowed atol {tol.atol:g} + rtol {tol.rtol:g}·|expected|")
+
+
+def _nan_mismatch(got64, exp64, where, shape) -> str:
+    """Which side is NaN where the other is not, at the first such element, and how many there are."""
+    flat = int(where.reshape(-1).int().argmax())
+    got_value, expected_value = (_number(t.reshape(-1)[flat].item()) for t in (got64, exp64))
+    return (f"got {got_value} where expected {expected_value} at index {_index(where.int(), shape)} "
+            f"(NaN on one side only in {int(where.sum())} of {where.numel()} elements)")
+
+
+def _number(value: float) -> str:
+    return "NaN" if value != value else f"{value:.6g}"
 
 
 def _index(scores: torch.Tensor, shape) -> tuple:
