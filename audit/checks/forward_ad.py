@@ -9,6 +9,7 @@ from audit.checks import smoothness
 from audit.checks.interface import Check, Violation
 from audit.checks.jacobian import gradcheck_options, torch_sentence, wrap
 from audit.checks.subject import grad_inputs
+from audit.errors import first_line
 
 
 def run(subject, case) -> None:
@@ -23,7 +24,7 @@ def run(subject, case) -> None:
         torch.autograd.gradcheck(fn, inputs, check_forward_ad=True,
                                  check_backward_ad=False, check_batched_grad=False, **options)
     except NotImplementedError as exc:
-        raise Violation(f"no forward-mode formula: {str(exc).splitlines()[0]} (define a jvp staticmethod "
+        raise Violation(f"no forward-mode formula: {first_line(exc)} (define a jvp staticmethod "
                         "using ctx.save_for_forward, or claim supports.forward_ad: false)") from None
     except GradcheckError as exc:
         if smoothness.excused(subject, "forward_ad", case, fn, inputs, options["eps"]):
