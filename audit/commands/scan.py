@@ -118,10 +118,15 @@ def _table(result, info, registry) -> str:
 def _write(path: Path, registry, findings, model: str) -> None:
     from audit.scan import stubs
 
-    entries = stubs.stubs(findings, registry, root=Path.cwd(), load=[model.partition(":")[0]])
-    text = stubs.append(path.read_text(), entries)
+    made = stubs.stubs(findings, registry, root=Path.cwd(), load=[model.partition(":")[0]])
+    entries = [e for e, f in zip(made, findings) if stubs.importable(f)]
+    local = [(e, f) for e, f in zip(made, findings) if not stubs.importable(f)]
+    text = stubs.append(path.read_text(), entries) if entries else path.read_text()
+    if local:
+        text = text.rstrip("\n") + "\n\n" + stubs.commented(*map(list, zip(*local)))
     write_atomic(path, text)
     placeholders = sum(e["owner"] == stubs.PLACEHOLDER for e in entries)
     click.echo(f"wrote {len(entries)} stub(s) to {path}"
-               + (f"; {placeholders} owner(s) to fill in (audit validate refuses the placeholder)" if placeholders else ""),
+               + (f"; {placeholders} owner(s) to fill in (audit validate refuses the placeholder)" if placeholders else "")
+               + (f"; {len(local)} made inside a factory, written as comments saying what to add" if local else ""),
                err=True)

@@ -48,6 +48,36 @@ def stubs(findings: list[Finding], registry, *, root: Path, load: list[str]) -> 
     return made
 
 
+#: A class made inside a function: its qualname is no import path.
+LOCAL = ".<locals>."
+
+
+def importable(finding: Finding) -> bool:
+    """Whether a registry can name the finding's target (a class made inside a function cannot)."""
+    return LOCAL not in finding.target
+
+
+def commented(entries: list[dict], findings: list[Finding]) -> str:
+    """For targets made inside a factory: the stub as YAML comments, with what to write to audit it.
+    A registry never gets an entry it cannot import."""
+    blocks = []
+    for entry, finding in zip(entries, findings):
+        module, _, qualname = finding.target.partition(":")
+        factory = qualname.split(LOCAL)[0]
+        wrapper = f"{entry['name']}_call"
+        seen = f" (called at {finding.sites[0]})" if finding.sites else ""
+        stub = dict(entry, kind="callable", target=f"YOUR_MODULE:{wrapper}")
+        body = yaml.safe_dump([stub], sort_keys=False, default_flow_style=None, width=100, allow_unicode=True)
+        blocks.append("\n".join([
+            f"# {finding.target}{seen} is made inside {module}.{factory}() and cannot be imported by name.",
+            "# To audit it, write a function that makes it and applies it, e.g. in your package or checks/:",
+            f"#     def {wrapper}(*tensors):",
+            f"#         return {module}.{factory}(...).apply(*tensors)  # the factory's arguments, as the model uses them",
+            "# then add this entry under entries (target: that function), fill in the owner and check the inputs:",
+            *(f"#   {line}" for line in body.rstrip("\n").splitlines())]))
+    return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
 def infer(finding: Finding) -> tuple[list, dict]:
     """Inputs (symbolic dims where sizes varied) and dim ranges, from the calls seen."""
     arity = Counter(len(c.args) for c in finding.calls).most_common(1)[0][0]

@@ -135,3 +135,16 @@ def test_init_scaffolds_once(tmp_path):
     assert yaml.safe_load((tmp_path / ".github/workflows/autograd-audit.yml").read_text())["jobs"]["audit"]["steps"]
     again = _run("init", "--dir", tmp_path)
     assert again.exit_code == 2 and "exists: nothing written" in again.output
+
+
+def test_a_function_made_inside_a_factory_gets_a_commented_stub_never_an_unimportable_target(tmp_path, monkeypatch):
+    registry = tmp_path / "registry.yaml"
+    registry.write_text("version: 1\nentries: []\n")
+    monkeypatch.chdir(ROOT)
+    result = _run("scan", "tests.fixtures.local_function:build", "--registry", registry, "--write")
+    assert result.exit_code == 1 and "1 made inside a factory" in result.output
+    text = registry.read_text()
+    assert "is made inside tests.fixtures.local_function.make_scale() and cannot be imported" in text
+    assert "#     def scale_fn_call(*tensors):" in text and "#     target: YOUR_MODULE:scale_fn_call" in text
+    assert "<locals>" not in "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#"))
+    assert _run("validate", registry).exit_code == 0  # nothing unimportable was added
