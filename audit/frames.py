@@ -4,6 +4,7 @@ library's contextlib (the frames a failure message and a scan site should point 
 from __future__ import annotations
 
 import contextlib
+import traceback
 from pathlib import Path
 
 import torch
@@ -18,3 +19,10 @@ def is_user(filename: str) -> bool:
     return not filename.startswith(LIBRARY_DIRS)
 
 
+def user_site(exc: BaseException) -> str:
+    """`` (at file:line in function)`` for the innermost user frame of ``exc``'s traceback (else the
+    innermost frame), or "" when it has none."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if is_user(f.filename)]
+    frame = (own or frames)[-1] if frames else None
+    return f" (at {frame.filename}:{frame.lineno} in {frame.name})" if frame else ""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import traceback
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
@@ -11,7 +10,7 @@ from hypothesis.errors import Flaky
 
 from audit.checks.interface import NotApplicable, Violation
 from audit.errors import first_line as _first_line
-from audit.frames import is_user
+from audit.frames import user_site
 from audit.inputs.case import Case
 
 
@@ -68,11 +67,11 @@ def _property(prop, state: dict):
             if "can't allocate memory" in str(exc):
                 state["out_of_memory"] = _first_line(exc)
                 raise MemoryError(state["out_of_memory"]) from exc
-            message = f"raised {type(exc).__name__}: {_first_line(exc)}{_where(exc)}"
+            message = f"raised {type(exc).__name__}: {_first_line(exc)}{user_site(exc)}"
             _record(state, case, message)
             raise Violation(message) from exc
         except Exception as exc:  # the target raised: on a case inside its domain, that is a bug
-            message = f"raised {type(exc).__name__}: {_first_line(exc)}{_where(exc)}"
+            message = f"raised {type(exc).__name__}: {_first_line(exc)}{user_site(exc)}"
             _record(state, case, message)
             raise Violation(message) from exc
     return run
@@ -90,13 +89,6 @@ def _given(run, strategy, examples: int, seed_value: int, shrink: bool):
                           phases=phases, suppress_health_check=list(HealthCheck), print_blob=False,
                           verbosity=Verbosity.quiet, report_multiple_bugs=False)
     return seed(seed_value)(configured(given(strategy)(run)))
-
-
-def _where(exc: Exception) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    own = [f for f in frames if is_user(f.filename)]
-    frame = (own or frames)[-1] if frames else None
-    return f" (at {frame.filename}:{frame.lineno} in {frame.name})" if frame else ""
 
 
 def _since(start: float) -> float:

@@ -22,7 +22,8 @@ def columns(matrix: dict) -> list[str]:
 SHORT = {"forward": "fwd", "gradcheck": "grad", "gradgradcheck": "grad2", "forward_ad": "jvp",
          "undefined_grad": "undef", "determinism": "det", "device": "dev", "noncontiguous": "strides",
          "saved_tensors": "saved", "autocast": "amp", "checkpoint": "ckpt", "opcheck": "opchk",
-         "distributed": "ddp", "state_dict": "sd", "train_step": "train", "accumulation": "accum"}
+         "distributed": "ddp", "state_dict": "sd", "train_step": "train", "accumulation": "accum",
+         "partial_grad": "part"}
 
 
 def short(name: str) -> str:
