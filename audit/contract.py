@@ -13,8 +13,8 @@ CHECK_NAMES = (
     "checkpoint", "opcheck", "export", "distributed",
     # Extensions (appended, never renamed): modules and models.
     "state_dict", "train_step", "accumulation",
-    # Extensions: gradients with only some inputs requiring grad.
-    "partial_grad",
+    # Extensions: gradients with only some inputs requiring grad; inputs shared across a batch.
+    "partial_grad", "shared_grad",
 )
 
 DTYPE_ORDER = ("float64", "float32", "float16", "bfloat16")

@@ -16,7 +16,8 @@ from audit.checks.interface import Check
 BUILTIN_MODULES = ("forward", "gradcheck", "gradgradcheck", "forward_ad", "undefined_grad", "empty",
                    "determinism", "dtype", "device", "noncontiguous", "alias", "saved_tensors", "vmap",
                    "compile", "autocast", "checkpoint", "opcheck", "export", "distributed",
-                   "state_dict", "train_step", "accumulation", "partial_grad")
+                   "state_dict", "train_step", "accumulation", "partial_grad",
+                   "shared_grad")
 
 
 def builtin_names() -> tuple[str, ...]:

@@ -52,8 +52,8 @@ class Check:
     means the check has nothing to say about the entry, and there is no cell. ``dtype_claimed``
     narrows the claim per dtype (for checks that also probe unclaimed dtypes). ``empty`` draws
     cases with a zero-sized dim; ``layouts`` draws a memory layout for every tensor input (``"mixed"``:
-    contiguous too); ``batched`` draws a vmap batch position per tensor input. ``script`` is the
-    plain-torch body of the replay script (names: ``fn``, ``ref``, ``args``, ``atol``, ``rtol``).
+    contiguous too); ``batched`` draws a vmap batch position per tensor input; ``min_batch`` draws the
+    entry's ``batch`` dim at least that large. ``script`` is the plain-torch body of the replay script (names: ``fn``, ``ref``, ``args``, ``atol``, ``rtol``).
     ``kinds`` are the entry kinds it has cells for (models have their own training checks).
     Bump ``version`` whenever the check's verdicts can change.
     """
@@ -69,6 +69,7 @@ class Check:
     empty: bool = False
     layouts: bool | str = False
     batched: bool = False
+    min_batch: int = 0
     kinds: tuple[str, ...] = OPERATOR_KINDS
     script: str = ""
     version: int = 1

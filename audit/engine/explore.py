@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -58,8 +59,8 @@ def _property(prop, state: dict):
         except NotApplicable as exc:
             state["skipped"] = str(exc)
         except Violation as exc:
-            _record(state, case, str(exc))
-            raise
+            if _record(state, case, str(exc)):
+                raise
         except MemoryError as exc:
             state["out_of_memory"] = str(exc) or "MemoryError"
             raise
@@ -68,19 +69,37 @@ def _property(prop, state: dict):
                 state["out_of_memory"] = _first_line(exc)
                 raise MemoryError(state["out_of_memory"]) from exc
             message = f"raised {type(exc).__name__}: {_first_line(exc)}{user_site(exc)}"
-            _record(state, case, message)
-            raise Violation(message) from exc
+            if _record(state, case, message):
+                raise Violation(message) from exc
         except Exception as exc:  # the target raised: on a case inside its domain, that is a bug
             message = f"raised {type(exc).__name__}: {_first_line(exc)}{user_site(exc)}"
-            _record(state, case, message)
-            raise Violation(message) from exc
+            if _record(state, case, message):
+                raise Violation(message) from exc
     return run
 
 
-def _record(state: dict, case: Case, message: str) -> None:
+def _record(state: dict, case: Case, message: str) -> bool:
+    """Keep a failure of the first failure's kind, and say whether it counts. A failure of another kind
+    met while shrinking is no simpler version of the first (it is another bug, or the first one's shadow
+    at a special point, such as 0): it counts as a pass, so the shrink stays on the first kind."""
+    kind = failure_kind(message)
+    if state["failures"] and kind != state["kind"]:
+        return False
+    state["kind"] = kind
     state["failures"].append((case, message))
     if state["first_failure"] is None:
         state["first_failure"] = state["calls"]
+    return True
+
+
+def failure_kind(message: str) -> str:
+    """What a failure is, without where and by how much: its message with numbers masked, cut short."""
+    return re.sub(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", "#", message)[:KIND_LENGTH]
+
+
+#: Enough of a message to tell "output 0 of sample 0" from "gradient of input 0", and one raised
+#: exception type from another, before the values start.
+KIND_LENGTH = 40
 
 
 def _given(run, strategy, examples: int, seed_value: int, shrink: bool):

@@ -19,17 +19,18 @@ LAYOUTS = ("transposed", "strided", "offset", "channels_last")
 
 
 def cases(entry: Entry, *, empty: bool = False, layouts: bool | str = False,
-          batched: bool = False) -> st.SearchStrategy[Case]:
+          batched: bool = False, min_batch: int = 0) -> st.SearchStrategy[Case]:
     """Cases for ``entry``; with ``empty``, one dim that may be 0 is 0; with ``layouts``, every tensor
     argument gets a non-contiguous layout (transposed, step-sliced, storage offset, channels_last), and
     with ``layouts="mixed"`` it may also stay contiguous; with ``batched``, every tensor argument gets a
-    vmap batch position (``None``: unbatched; the first tensor is always batched)."""
-    return _case(entry, empty, layouts, batched)
+    vmap batch position (``None``: unbatched; the first tensor is always batched); with ``min_batch``, the
+    entry's ``batch`` dim is drawn at least that large (within its range)."""
+    return _case(entry, empty, layouts, batched, min_batch)
 
 
 def for_check(entry: Entry, check) -> st.SearchStrategy[Case]:
     """The cases a :class:`~audit.checks.interface.Check` asks for."""
-    return cases(entry, empty=check.empty, layouts=check.layouts, batched=check.batched)
+    return cases(entry, empty=check.empty, layouts=check.layouts, batched=check.batched, min_batch=check.min_batch)
 
 
 def layouts_for(ndim: int) -> tuple[str, ...]:
@@ -39,8 +40,9 @@ def layouts_for(ndim: int) -> tuple[str, ...]:
 
 
 @st.composite
-def _case(draw, entry: Entry, empty: bool, layouts: bool | str = False, batched: bool = False) -> Case:
-    sizes = {name: draw(st.integers(*entry.dim_range(name))) for name in entry.symbols}
+def _case(draw, entry: Entry, empty: bool, layouts: bool | str = False, batched: bool = False,
+          min_batch: int = 0) -> Case:
+    sizes = {name: draw(st.integers(*_range(entry, name, min_batch))) for name in entry.symbols}
     zeroable = [name for name in entry.symbols if entry.dim_range(name)[0] == 0]
     if empty and zeroable:
         sizes[draw(st.sampled_from(zeroable))] = 0
@@ -50,6 +52,11 @@ def _case(draw, entry: Entry, empty: bool, layouts: bool | str = False, batched:
                   for a in args) if layouts else ()
     return Case(dims=tuple(sizes.items()), args=args, layouts=drawn,
                 in_dims=_in_dims(draw, args) if batched else ())
+
+
+def _range(entry: Entry, name: str, min_batch: int) -> tuple[int, int]:
+    low, high = entry.dim_range(name)
+    return (min(max(low, min_batch), high), high) if name == entry.batch else (low, high)
 
 
 def _in_dims(draw, args) -> tuple:

@@ -19,6 +19,7 @@ def build_entry(data: dict, line: int) -> Entry:
         load=tuple(data.get("load", ())),
         reference=data.get("reference"),
         dims=tuple((name, r[0], r[1]) for name, r in data.get("dims", {}).items()),
+        batch=data.get("batch"),
         mutates=tuple(data.get("mutates", ())),
         views=tuple(data.get("views", ())),
         supports=_supports(data.get("supports", {})),

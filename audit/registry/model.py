@@ -110,6 +110,7 @@ class Entry:
     load: tuple[str, ...] = ()
     reference: str | None = None
     dims: tuple[tuple[str, int, int], ...] = ()
+    batch: str | None = None
     mutates: tuple[int, ...] = ()
     views: tuple[int, ...] = ()
     supports: Supports = field(default_factory=Supports)

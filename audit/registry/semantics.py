@@ -37,7 +37,7 @@ def entry_problems(entry: dict, index: int, located: Located, file: str) -> list
     """Every rule below, applied to one merged entry."""
     base = ("entries", index)
     found: list[tuple[tuple, str]] = []
-    for rule in (_required, _owner, _target, _dims, _indices, _domains, _expect):
+    for rule in (_required, _owner, _target, _dims, _batch, _indices, _domains, _expect):
         found += rule(entry)
     return [Problem(file, *located.where(base + p), dotted(base + p), msg) for p, msg in found]
 
@@ -92,6 +92,15 @@ def _dims(entry: dict) -> list:
     problems += [(("dims", name), f"expected [low, high] with low <= high, got {list(r)}")
                  for name, r in ranged.items() if r[0] > r[1]]
     return problems
+
+
+def _batch(entry: dict) -> list:
+    used = {s for spec in entry.get("inputs", []) if "shape" in spec for s in spec["shape"] if isinstance(s, str)}
+    name = entry.get("batch")
+    if name is None or name in used:
+        return []
+    return [(("batch",), f"expected a symbolic dim used in an input's shape ({', '.join(sorted(used)) or 'none'}), "
+                         f"got {name!r}")]
 
 
 def _indices(entry: dict) -> list:

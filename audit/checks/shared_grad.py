@@ -1,0 +1,116 @@
+"""``shared_grad``: for an entry whose samples along ``batch`` are independent, the batch is its samples.
+
+Each sample's outputs are what that sample alone gives, each batched input's gradient is its gradient
+alone, and an input without the batch dim (a parameter shared across the batch) gets the *sum* of its
+per-sample gradients. A shared input that gets their mean, the first sample's, or a batch-size-dependent
+scale passes every check at batch size 1 and is wrong at every other; the batch is drawn of size 2 and up.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from audit.checks.interface import Check, NotApplicable, Violation
+from audit.checks.tensors import compare_all, outputs_of
+from audit.inputs.case import Case, TensorArg
+
+MIN_BATCH = 2
+
+
+def run(subject, case) -> None:
+    """The batch against each sample alone: outputs, batched inputs' gradients, shared inputs' sums."""
+    entry, size = subject.entry, dict(case.dims)[subject.entry.batch]
+    if size < MIN_BATCH:
+        raise NotApplicable(f"the batch dim {entry.batch} ranges below {MIN_BATCH}: one sample shows nothing")
+    axes = _batch_axes(entry)
+    batch_args, batch_out = _forward(subject, case)
+    samples = [_forward(subject, _sample(case, axes, b)) for b in range(size)]
+    out_axes = [_output_axis(o, s, size) for o, s in zip(batch_out, samples[0][1])]
+    tol = subject.tolerance()
+    for b, (_, out) in enumerate(samples):  # outputs first: dependent samples contradict the declaration
+        compare_all(f"sample {b} of {size}: output", [o.detach() for o in out],
+                    [o.detach().narrow(ax, b, 1) for o, ax in zip(batch_out, out_axes)], tol)
+    cotangents = _cotangents(batch_out, subject.seed)
+    batch_grads = _gradients(batch_args, batch_out, cotangents)
+    sample_grads = []
+    for b, (args, out) in enumerate(samples):
+        grads = _gradients(args, out, [c.narrow(ax, b, 1) for c, ax in zip(cotangents, out_axes)])
+        for i, ax in axes.items():
+            if i in grads:
+                compare_all(f"sample {b} of {size}: gradient of input", [grads[i]], [batch_grads[i].narrow(ax, b, 1)],
+                            tol)
+        sample_grads.append(grads)
+    _shared(entry, size, batch_grads, sample_grads, axes, tol)
+
+
+def _shared(entry, size: int, batch_grads: dict, sample_grads: list, axes: dict, tol) -> None:
+    for i in batch_grads.keys() - axes.keys():
+        try:
+            compare_all("gradient of input", [batch_grads[i]], [sum(g[i] for g in sample_grads)], tol)
+        except Violation as exc:
+            raise Violation(f"{exc} (shared across the batch of {size}: no {entry.batch} dim) vs the sum of its "
+                            f"{size} per-sample gradients; a shared input must get the sum (not the mean, the "
+                            "first sample's, or a scale that depends on the batch size)") from None
+
+
+def _batch_axes(entry) -> dict[int, int]:
+    """Input position -> the axis of the batch dim, for the inputs that have it."""
+    return {i: spec.shape.index(entry.batch) for i, spec in entry.tensor_inputs if entry.batch in spec.shape}
+
+
+def _sample(case: Case, axes: dict[int, int], b: int) -> Case:
+    """``case`` cut to sample ``b`` (size 1 along the batch axis of every batched input)."""
+    args = tuple(TensorArg(a.values.take([b], axis=axes[i]), a.requires_grad, a.dtype) if i in axes else a
+                 for i, a in enumerate(case.args))
+    return Case(case.dims, args)
+
+
+def _forward(subject, case):
+    args = subject.args(case)
+    return args, [o for o in outputs_of(subject.call(args)) if o.is_floating_point()]
+
+
+def _gradients(args, outputs, cotangents) -> dict[int, torch.Tensor]:
+    """Gradients of <outputs, cotangents> by input position (zeros where unused)."""
+    inputs = {i: a for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad}
+    live = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
+    if not (live and inputs):
+        return {i: torch.zeros_like(x) for i, x in inputs.items()}
+    grads = torch.autograd.grad([o for o, _ in live], list(inputs.values()), [c for _, c in live], allow_unused=True)
+    return {i: g if g is not None else torch.zeros_like(x) for (i, x), g in zip(inputs.items(), grads)}
+
+
+def _output_axis(batch: torch.Tensor, sample: torch.Tensor, size: int) -> int:
+    """The one axis along which ``batch`` (an output for the whole batch) has the batch's size and
+    ``sample`` (the same output for one sample) has 1, every other axis alike."""
+    if batch.dim() == sample.dim():
+        for ax in range(batch.dim()):
+            others = [n for k, n in enumerate(batch.shape) if k != ax] == [n for k, n in enumerate(sample.shape) if k != ax]
+            if batch.shape[ax] == size and sample.shape[ax] == 1 and others:
+                return ax
+    raise NotApplicable(f"an output of shape {list(batch.shape)} for the batch is {list(sample.shape)} for one "
+                        "sample: it has no batch axis, and the per-sample property needs per-sample outputs")
+
+
+def _cotangents(outputs, seed: int) -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outputs]
+
+
+def _applies(entry) -> bool:
+    """A declared batch dim that may reach 2."""
+    return entry.batch is not None and entry.dim_range(entry.batch)[1] >= MIN_BATCH
+
+
+CHECK = Check(
+    name="shared_grad",
+    contract="for an entry with batch: B (samples along B independent), at batch sizes of 2 and up each "
+             "sample's outputs and batched-input gradients equal that sample's alone, and an input without B "
+             "(shared across the batch) gets the sum of its per-sample gradients",
+    run=run,
+    applies=_applies,
+    min_batch=MIN_BATCH,
+    script="""\
+print("batch outputs:", fn(*args))
+""",
+)
