@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import re
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import Flaky
 
 from audit.checks.interface import NotApplicable, Violation
 from audit.errors import first_line as _first_line
 from audit.frames import user_site
 from audit.inputs.case import Case
+
+
+def _private_storage() -> None:
+    """Hypothesis keeps a cache (``.hypothesis/``) in the working directory; a run writes nothing outside
+    ``--out`` and the cache folder, so Hypothesis gets a temporary home, made by the first process that
+    imports this module and removed when it exits; the workers it starts inherit it through the
+    environment (unless the user chose one with ``HYPOTHESIS_STORAGE_DIRECTORY``)."""
+    if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        home = tempfile.mkdtemp(prefix="autograd-audit-hypothesis-")
+        atexit.register(shutil.rmtree, home, ignore_errors=True)
+        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = home
+    set_hypothesis_home_dir(os.environ["HYPOTHESIS_STORAGE_DIRECTORY"])
+
+
+_private_storage()
 
 
 @dataclass(frozen=True)

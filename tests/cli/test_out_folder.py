@@ -35,10 +35,12 @@ def test_a_second_run_into_the_same_out_is_refused(write_registry, tmp_path):
     assert not any(out.iterdir())
 
 
-def test_a_rerun_leaves_only_its_own_replay_scripts(write_registry, tmp_path):
+def test_a_rerun_leaves_only_its_own_replay_scripts_and_nothing_outside_out(write_registry, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "out"
     red = _run(_registry(write_registry, "WrongSign"), out)
     assert red.exit_code == 1 and [p.name for p in (out / "repro").iterdir()] == [
         "subject__gradcheck__float64__cpu.py"]
     green = _run(_registry(write_registry, "Cube"), out)
     assert green.exit_code == 0 and not list((out / "repro").iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "registry.yaml"]  # no .hypothesis/ here
