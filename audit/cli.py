@@ -14,10 +14,21 @@ COMPILE_BACKEND = click.option("--compile-backend", default="aot_eager", show_de
                                type=click.Choice(["aot_eager", "inductor", "eager"]),
                                help="torch.compile backend of the compile check (aot_eager: Dynamo and "
                                     "AOTAutograd, fast; inductor: the real code generator, slow to compile).")
-OUTPUT_FORMAT = click.option("--format", "output_format", type=click.Choice(["terminal", "github"]),
-                             default="terminal", show_default=True,
-                             help="github: error annotations at each failing entry's registry line before the "
-                                  "report, and a job summary when $GITHUB_STEP_SUMMARY is set.")
+class Format(click.Choice):
+    """A ``--format`` choice with one spelling per format across commands, and the usual aliases
+    (``markdown`` for ``md``, ``terminal`` for ``text``)."""
+
+    ALIASES = {"markdown": "md", "terminal": "text"}
+
+    def convert(self, value, param, ctx):
+        return super().convert(self.ALIASES.get(value, value), param, ctx)
+
+
+OUTPUT_FORMAT = click.option("--format", "output_format", type=Format(["text", "github", "json"]),
+                             default="text", show_default=True,
+                             help="text (alias terminal): the report; github: error annotations at each failing "
+                                  "entry's registry line before it, and a job summary when $GITHUB_STEP_SUMMARY "
+                                  "is set; json: the matrix on stdout.")
 REGISTRY = click.option("--registry", "registry", default="registry.yaml", show_default=True,
                         type=click.Path(dir_okay=False), help="The registry file.")
 
@@ -108,8 +119,9 @@ def repro_command(**options) -> None:
 @cli.command("diff")
 @click.argument("old", type=click.Path(dir_okay=False))
 @click.argument("new", type=click.Path(dir_okay=False))
-@click.option("--format", "output_format", type=click.Choice(["text", "markdown", "json"]), default="text",
-              show_default=True, help="text for a terminal or CI log, markdown for a PR comment, json for tools.")
+@click.option("--format", "output_format", type=Format(["text", "md", "json"]), default="text",
+              show_default=True, help="text for a terminal or CI log, md (alias markdown) for a PR comment, json "
+                                      "for tools.")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 def diff_cli(**options) -> None:
     """Compare two matrices (old environment, new environment): exit 1 on any regression."""
@@ -133,8 +145,8 @@ def merge_cli(**options) -> None:
 
 @cli.command("report")
 @click.argument("matrix_path", metavar="MATRIX", type=click.Path(dir_okay=False))
-@click.option("--format", "output_format", type=click.Choice(["text", "md", "html", "junit", "github", "json"]),
-              default="text", show_default=True, help="The report to render.")
+@click.option("--format", "output_format", type=Format(["text", "md", "html", "junit", "github", "json"]),
+              default="text", show_default=True, help="The report to render (md: alias markdown).")
 @click.option("--by-owner", is_flag=True, help="One table per owner.")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 def report_cli(**options) -> None:
@@ -151,7 +163,7 @@ def report_cli(**options) -> None:
 @click.option("--input-shape", multiple=True, help="When MODEL returns only a module: one per input, e.g. 2,8.")
 @click.option("--dtype", default="float32", show_default=True, help="dtype of the random inputs --input-shape makes.")
 @REGISTRY
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "output_format", type=Format(["text", "json"]), default="text", show_default=True)
 @click.option("--write", is_flag=True, help="Append a registry stub for each unregistered item (comments kept).")
 def scan_cli(**options) -> None:
     """Find custom Functions and ops a model uses (MODEL: pkg.module:build returning (model, inputs)) or

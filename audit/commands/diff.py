@@ -19,7 +19,7 @@ def diff_command(old: str, new: str, output_format: str, out: str | None) -> int
     result = diff(read_matrix(old), read_matrix(new))
     if output_format == "json":
         text = json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n"
-    elif output_format == "markdown":
+    elif output_format == "md":
         text = render_markdown(result)
     else:
         text = render_text(result)

@@ -12,7 +12,7 @@ from audit.contract import Exit
 from audit.shard import merge
 
 
-def merge_command(shards, out: str, strict: bool, output_format: str = "terminal") -> int:
+def merge_command(shards, out: str, strict: bool, output_format: str = "text") -> int:
     """Merge, write ``matrix.json`` and ``matrix.md`` (and copy replay scripts), exit 1 if the gate fails."""
     merged = merge([(path, read_matrix(path)) for path in shards], strict)
     folder = Path(out)

@@ -9,6 +9,7 @@ import click
 
 from audit import reports
 from audit.commands.diff import read_matrix
+from audit.console import color
 from audit.contract import Exit
 from audit.matrix import write_atomic
 
@@ -16,11 +17,12 @@ from audit.matrix import write_atomic
 def report(matrix_path: str, output_format: str, by_owner: bool, out: str | None) -> int:
     """Render ``matrix_path`` in ``output_format`` to ``out`` or stdout. Rendering is not gating: exit 0."""
     matrix = read_matrix(matrix_path)
-    text = reports.render(matrix, output_format, by_owner=by_owner, color=out is None and sys.stdout.isatty())
+    colored = out is None and color(sys.stdout)
+    text = reports.render(matrix, output_format, by_owner=by_owner, color=colored)
     if out:
         write_atomic(Path(out), text)
     else:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=colored)  # click would strip the colours FORCE_COLOR asked for
     if output_format == "github":
         reports.github_summary(matrix)
     return Exit.OK

@@ -12,6 +12,7 @@ from audit import matrix as matrix_mod
 from audit import profiles
 from audit import shard as shard_mod
 from audit.commands.select import check_table, checks_dir, select_checks, select_entries
+from audit.console import color
 from audit.contract import Exit
 from audit.errors import UsageError
 from audit.profiles import settle
@@ -21,7 +22,7 @@ from audit import outlock, reports
 
 def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, max_memory, strict,
         progress, compile_backend="aot_eager", profile=None, cache=False, cache_dir=None, cache_size="512M",
-        shard=None, durations=None, output_format="terminal", explicit=frozenset()) -> int:
+        shard=None, durations=None, output_format="text", explicit=frozenset()) -> int:
     """Audit the selected entries; write ``matrix.json``, ``matrix.md`` and replay scripts to ``out``.
 
     ``explicit`` names the options given on the command line: those win over the ``profile``'s values.
@@ -115,11 +116,11 @@ def drop_stale_scripts(out: Path, kept: set[str]) -> None:
 
 
 def show(matrix: dict, output_format: str) -> None:
-    """The report on stdout (with GitHub's annotations first, and its job summary, when asked)."""
-    github = output_format == "github"
-    click.echo(reports.render(matrix, output_format if github else "text",
-                              color=sys.stdout.isatty() and not github, width=_width()), nl=False)
-    if github:
+    """The report on stdout: text, GitHub's annotations before it (and its job summary), or the matrix
+    as JSON for tools."""
+    colored = output_format == "text" and color(sys.stdout)
+    click.echo(reports.render(matrix, output_format, color=colored, width=_width()), nl=False, color=colored)
+    if output_format == "github":
         reports.github_summary(matrix)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from audit.console import color
 from audit.contract import Exit
 from audit.errors import UsageError
 from audit.matrix import write_atomic
@@ -105,7 +106,7 @@ def _table(result, info, registry) -> str:
         table.add_row(Text("info", style=STATUS_STYLE["info"]), note.kind, Text(note.target), "", "",
                       Text("\n".join(note.sites[:3])))
     buffer = io.StringIO()
-    console = Console(file=buffer, width=160, force_terminal=sys.stdout.isatty(), no_color=not sys.stdout.isatty())
+    console = Console(file=buffer, width=160, force_terminal=color(sys.stdout), no_color=not color(sys.stdout))
     console.print(table)
     where = registry.path if registry else "no registry"
     verdict = (f"{len(result.unregistered)} used but unregistered (against {where}): register them "
