@@ -22,7 +22,7 @@ def build(result, registry, seed: int) -> dict:
         "schema": MATRIX_SCHEMA,
         "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "environment": environment(result.environment, registry, seed),
-        "registry": registry.path,
+        "registry": repository_path(registry.path),
         "entries": entries,
         "summary": summary(cells),
         "verdict": verdict(cells, strict=False),
@@ -47,11 +47,29 @@ def environment(workers: dict, registry, seed: int) -> dict:
             "seed": seed, "examples": workers.get("examples"), "compile_backend": workers.get("compile_backend")}
 
 
+def repository_path(path: str) -> str:
+    """``path`` relative to the repository's root (``$GITHUB_WORKSPACE`` in a GitHub job, else git's top
+    level), as annotations and code scanning want it whatever ``--registry`` was given as; the path as
+    given when it lies outside."""
+    file = Path(path).resolve()
+    root = os.environ.get("GITHUB_WORKSPACE") or _git(file.parent, "rev-parse", "--show-toplevel")
+    if root:
+        try:
+            return file.relative_to(Path(root).resolve()).as_posix()
+        except ValueError:
+            pass
+    return Path(path).as_posix()
+
+
 def git_commit(folder: Path) -> str | None:
     """HEAD of the repository holding ``folder``, or None outside one."""
+    return _git(folder, "rev-parse", "HEAD")
+
+
+def _git(folder: Path, *args: str) -> str | None:
+    """What ``git ARGS`` prints in ``folder``, or None (no git, not a repository)."""
     try:
-        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder or ".", capture_output=True, text=True,
-                              timeout=10)
+        done = subprocess.run(["git", *args], cwd=folder or ".", capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None

@@ -55,3 +55,23 @@ def test_run_prints_the_matrix_as_json_on_stdout(write_registry, tmp_path):
     assert result.exit_code == 0
     printed = json.loads(result.stdout)
     assert printed == json.loads((tmp_path / "out" / "matrix.json").read_text())
+
+
+def test_the_matrix_names_the_registry_relative_to_the_repository_root(tmp_path, monkeypatch):
+    from audit.matrix import repository_path
+
+    nested = tmp_path / "repo" / "ops" / "registry.yaml"
+    nested.parent.mkdir(parents=True)
+    nested.write_text("")
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path / "repo"))
+    assert repository_path(str(nested)) == "ops/registry.yaml"
+    monkeypatch.chdir(nested.parent)
+    assert repository_path("registry.yaml") == "ops/registry.yaml"
+    assert repository_path("../ops/registry.yaml") == "ops/registry.yaml"
+    monkeypatch.delenv("GITHUB_WORKSPACE")
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    assert repository_path(str(nested)) == "ops/registry.yaml"  # git's top level
+    outside = tmp_path / "elsewhere.yaml"
+    assert repository_path(str(outside)) == outside.as_posix()
