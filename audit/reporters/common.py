@@ -92,10 +92,15 @@ def markdown_text(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
 
 
-def failure_line(entry: dict, cell: dict) -> str:
-    """What, where, by how much, who owns it, and the command that replays it."""
+def registry_of(matrix: dict) -> str:
+    """The registry's path as the matrix records it (older matrices may not)."""
+    return matrix.get("registry") or "registry.yaml"
+
+
+def failure_line(entry: dict, cell: dict, registry: str = "registry.yaml") -> str:
+    """Where it is registered, what, where, by how much, who owns it, and the command that replays it."""
     owners = ", ".join(entry["owner"])
-    return (f"{entry['name']} {cell['check']} {cell['status'].upper()} ({cell['dtype']}, {cell['device']}): "
+    return (f"{registry}:{entry.get('line', 1)}: {entry['name']} {cell['check']} {cell['status'].upper()} ({cell['dtype']}, {cell['device']}): "
             f"{cell['message']}; owner {owners}; repro: {cell['repro']}")
 
 

@@ -7,7 +7,7 @@ summary (verdict, failures, the matrix folded away) is kept under GitHub's 1 MiB
 from __future__ import annotations
 
 from audit.reporters import markdown
-from audit.reporters.common import headline, markdown_text, printable, problems
+from audit.reporters.common import headline, markdown_text, printable, problems, registry_of
 
 #: GitHub refuses a step summary over 1 MiB; stay well clear of it.
 SUMMARY_LIMIT = 900 * 1024
@@ -15,7 +15,7 @@ SUMMARY_LIMIT = 900 * 1024
 
 def annotations(matrix: dict) -> str:
     """One ``::error`` workflow command per failing or erroring cell, at its entry's registry line."""
-    registry = matrix.get("registry") or "registry.yaml"
+    registry = registry_of(matrix)
     lines = []
     for entry, cell in problems(matrix):
         title = f"{entry['name']} {cell['check']} {cell['status'].upper()} ({cell['dtype']}, {cell['device']})"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from audit.reporters.common import (columns, failure_line, group, headline, markdown_text, owner_groups, problems,
-                                    row_label, rows, worst)
+                                    registry_of, row_label, rows, worst)
 
 ICON = {"pass": "✅ pass", "fail": "❌ fail", "error": "💥 error", "unsupported": "➖ unsupported",
         "waived": "🟡 waived", "xpass": "⬆️ xpass", "skip": "⏭️ skip"}
@@ -20,7 +20,7 @@ def render(matrix: dict, *, by_owner: bool = False) -> str:
     found = problems(matrix)
     if found:
         lines += ["", "## Failures", ""]
-        lines += [f"- {markdown_text(failure_line(entry, cell))}" for entry, cell in found]
+        lines += [f"- {markdown_text(failure_line(entry, cell, registry_of(matrix)))}" for entry, cell in found]
     return "\n".join(lines) + "\n"
 
 

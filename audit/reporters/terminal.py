@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from audit.reporters.common import (columns, failure_line, group, headline, owner_groups, printable, problems,
-                                    row_label, rows, short, worst)
+                                    registry_of, row_label, rows, short, worst)
 
 SYMBOL = {"pass": "✓", "fail": "✗ FAIL", "error": "! ERROR", "unsupported": "–", "waived": "w", "xpass": "+",
           "skip": "s"}
@@ -30,7 +30,7 @@ def render(matrix: dict, *, color: bool = False, width: int = 120, by_owner: boo
     if renamed:
         console.print(Text("columns: " + " ".join(renamed), style="dim"))
     for entry, cell in problems(matrix):
-        console.print(Text(printable(failure_line(entry, cell)), style=STYLE[cell["status"]]), soft_wrap=True)
+        console.print(Text(printable(failure_line(entry, cell, registry_of(matrix))), style=STYLE[cell["status"]]), soft_wrap=True)
     verdict_style = "bold green" if matrix["verdict"] == "pass" else "bold red"
     console.print(Text(headline(matrix), style=verdict_style))
     return buffer.getvalue()
