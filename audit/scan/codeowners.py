@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 from pathlib import Path
+
+import pathspec
 
 LOCATIONS = ("CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS")
 
@@ -27,17 +29,22 @@ def owners(rules, path: str) -> list[str]:
     """The owners of ``path`` (relative, with forward slashes): the last rule that matches."""
     found: list[str] = []
     for pattern, who in rules:
-        if _matches(pattern, path):
+        if matches(pattern, path):
             found = who
     return found
 
 
-def _matches(pattern: str, path: str) -> bool:
-    anchored = pattern.startswith("/")
-    pattern = pattern.lstrip("/")
-    if pattern.endswith("/"):
-        return path.startswith(pattern) if anchored else (path.startswith(pattern) or f"/{pattern}" in f"/{path}")
-    if "/" not in pattern and not anchored:
-        return fnmatch.fnmatch(Path(path).name, pattern) or any(
-            fnmatch.fnmatch(part, pattern) for part in Path(path).parts[:-1])
-    return fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(path, pattern.rstrip("*") + "*") and pattern.endswith("**")
+def matches(pattern: str, path: str) -> bool:
+    """GitHub's CODEOWNERS matching: gitignore's rules (pathspec's maintained implementation), except
+    that a pattern ending in ``/*`` owns only the files directly in that folder, not deeper ones
+    (``docs/*`` owns ``docs/a.md``, not ``docs/a/b.md``), as GitHub documents."""
+    if not _spec(pattern).match_file(path):
+        return False
+    if pattern.endswith("/*") and "**" not in pattern:
+        return len(path.split("/")) == len(pattern.strip("/").split("/"))
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines([pattern])

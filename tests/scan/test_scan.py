@@ -148,3 +148,13 @@ def test_a_function_made_inside_a_factory_gets_a_commented_stub_never_an_unimpor
     assert "#     def scale_fn_call(*tensors):" in text and "#     target: YOUR_MODULE:scale_fn_call" in text
     assert "<locals>" not in "".join(line for line in text.splitlines(keepends=True) if not line.startswith("#"))
     assert _run("validate", registry).exit_code == 0  # nothing unimportable was added
+
+
+@pytest.mark.parametrize("pattern, path, owned", [
+    ("docs/*", "docs/a.md", True), ("docs/*", "docs/a/b.md", False), ("/build/logs", "build/logs/x.py", True),
+    ("**/logs", "a/logs/x", True), ("docs/**/*.md", "docs/a.md", True), ("*.js", "a/b/c.js", True),
+    ("apps/", "x/apps/y.py", True), ("/apps/", "x/apps/y.py", False), ("/docs/*", "docs/a/b.md", False)])
+def test_codeowners_patterns_match_as_github_matches_them(pattern, path, owned):
+    from audit.scan.codeowners import matches
+
+    assert matches(pattern, path) is owned
