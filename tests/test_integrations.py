@@ -35,6 +35,17 @@ def test_pytest_plugin_turns_entries_into_items_and_fails_on_the_planted_bug(pyt
     assert "Traceback" not in result.stdout.str()
 
 
+@pytest.mark.slow
+def test_pytest_plugin_reports_an_unclaimed_check_that_does_not_hold_as_xfail(pytester):
+    """cube does not claim double_backward, and its backward is not differentiable: not a PASSED."""
+    unclaimed = {**REGISTRY, "entries": [{"name": "once", "target": f"{B}:OnceDifferentiable", **VECTOR}]}
+    pytester.makefile(".yaml", registry=yaml.safe_dump(unclaimed, sort_keys=False))
+    result = pytester.runpytest_subprocess("--audit-registry", "registry.yaml", "-p", "no:cacheprovider", "-rx",
+                                           "--audit-examples", "5", "-k", "gradgradcheck")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["*once::gradgradcheck*unsupported*once_differentiable*"])
+
+
 def test_pytest_plugin_does_nothing_without_its_option(pytester):
     pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
