@@ -26,12 +26,11 @@ def parse_registry(raw: bytes, path: str | Path) -> Registry:
     path = Path(path)
     located = _parse(raw, path)
     problems = _schema_problems(located, str(path))
-    broken = {p.path.split("]")[0] for p in problems}
     merged = merge_defaults(located.data) if _mergeable(located.data) else []
-    if not any(p.path == "" or p.path.startswith("defaults") for p in problems):
-        problems += registry_problems(merged, located, str(path))
-        problems += [p for i, entry in enumerate(merged) if f"entries[{i}" not in broken
-                     for p in entry_problems(entry, i, located, str(path))]
+    # Every problem at once: the rules beyond the schema run on entries the schema faulted too (each rule
+    # passes over values of the wrong type, which the schema has named already).
+    problems += registry_problems(merged, located, str(path))
+    problems += [p for i, entry in enumerate(merged) for p in entry_problems(entry, i, located, str(path))]
     if problems:
         raise RegistryError(problems)
     entries = tuple(build_entry(e, located.where(("entries", i))[0]) for i, e in enumerate(merged))

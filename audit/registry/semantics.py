@@ -38,7 +38,10 @@ def entry_problems(entry: dict, index: int, located: Located, file: str) -> list
     base = ("entries", index)
     found: list[tuple[tuple, str]] = []
     for rule in (_required, _owner, _target, _dims, _batch, _indices, _domains, _expect):
-        found += rule(entry)
+        try:
+            found += rule(entry)
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError):
+            continue  # a value of the wrong type: the schema has said what it must be
     return [Problem(file, *located.where(base + p), dotted(base + p), msg) for p, msg in found]
 
 

@@ -129,3 +129,26 @@ def test_validate_does_not_import_torch(tmp_path):
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_schema_error_and_a_semantic_error_are_reported_together(tmp_path):
+    path = tmp_path / "registry.yaml"
+    path.write_text(textwrap.dedent("""\
+        version: 1
+        entries:
+          - name: a
+            owner: "@a"
+            target: m:F
+            inputs: [{shape: [N]}]
+            supports: {vmapp: true}
+            dims: {M: [1, 2]}
+          - name: a
+            owner: 3
+            target: m:F
+            inputs: [{shape: [N]}]
+        """))
+    with pytest.raises(RegistryError) as caught:
+        load_registry(path)
+    found = [(p.line, p.path) for p in caught.value.problems]
+    assert (7, "entries[0].supports.vmapp") in found and (8, "entries[0].dims.M") in found
+    assert (9, "entries[1].name") in found and (10, "entries[1].owner") in found
