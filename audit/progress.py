@@ -31,7 +31,7 @@ class PlainProgress:
 
 
 class BarProgress:
-    """A rich progress bar counting entries, naming the one running."""
+    """A rich progress bar counting cells, naming the entry and the check just judged."""
 
     def __init__(self):
         from rich.console import Console
@@ -49,11 +49,12 @@ class BarProgress:
 
     def __call__(self, event) -> None:
         if self.task is None:
-            self.task = self.progress.add_task("auditing", total=event.total)
+            self.task = self.progress.add_task("auditing", total=event.cells_total)
         if event.kind == "entry_start":
             self.progress.update(self.task, description=f"auditing {event.entry.name}")
-        elif event.kind == "entry_end":
-            self.progress.update(self.task, completed=event.done)
+        elif event.kind == "cell":
+            self.progress.update(self.task, completed=event.cells_done,
+                                 description=f"auditing {event.entry.name} · {event.cell.check}")
 
 
 def progress(mode: str):

@@ -29,7 +29,8 @@ class EntryResult:
 
 @dataclass(frozen=True)
 class Event:
-    """Progress, as the engine streams it: an entry began, a cell was judged, an entry ended."""
+    """Progress, as the engine streams it: an entry began, a cell was judged, an entry ended. ``done`` and
+    ``total`` count entries, ``cells_done`` and ``cells_total`` cells (cached ones included)."""
 
     kind: str
     entry: Entry
@@ -37,6 +38,8 @@ class Event:
     result: EntryResult | None = None
     done: int = 0
     total: int = 0
+    cells_done: int = 0
+    cells_total: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,8 @@ def run(registry: Registry, entries: list[Entry], checks: dict, options: RunOpti
     jobs = [job for job in jobs if job["cells"]]
     results: dict[str, EntryResult] = {}
     ctx = {"done": 0, "total": len(jobs), "registry": registry.path, "seed": options.seed, "checks": checks,
-           "backend": options.compile_backend, "cache": None}
+           "backend": options.compile_backend, "cache": None, "cells_done": 0,
+           "cells_total": sum(len(job["cells"]) for job in jobs)}
     if options.cache_dir:
         ctx["cache"] = Cache(Path(options.cache_dir), options.cache_size)
         _look_up(jobs, checks, options, ctx["cache"], local_environment())
@@ -129,7 +133,8 @@ def _job(entry: Entry, checks: dict, options: RunOptions, only, devices) -> dict
 def _dispatch(job, kind, payload, ctx, results, on_event) -> None:
     entry = job["entry"]
     if kind == "begin":
-        on_event(Event("entry_start", entry, done=ctx["done"], total=ctx["total"]))
+        on_event(Event("entry_start", entry, done=ctx["done"], total=ctx["total"], cells_done=ctx["cells_done"],
+                       cells_total=ctx["cells_total"]))
         for outcome in job.get("cached", {}).values():
             _dispatch(job, "outcome", outcome, ctx, results, on_event)
     elif kind == "outcome":
@@ -137,7 +142,9 @@ def _dispatch(job, kind, payload, ctx, results, on_event) -> None:
         ctx.setdefault("judged", {}).setdefault(entry.name, []).append(cell)
         if outcome_is_new(job, payload):
             ctx.setdefault("fresh", {}).setdefault(entry.name, []).append(payload)
-        on_event(Event("cell", entry, cell=cell))
+        ctx["cells_done"] += 1
+        on_event(Event("cell", entry, cell=cell, done=ctx["done"], total=ctx["total"], cells_done=ctx["cells_done"],
+                       cells_total=ctx["cells_total"]))
     elif kind == "end":
         ctx["done"] += 1
         if ctx["cache"] and not payload.target_error:

@@ -75,3 +75,20 @@ def test_the_matrix_names_the_registry_relative_to_the_repository_root(tmp_path,
     assert repository_path(str(nested)) == "ops/registry.yaml"  # git's top level
     outside = tmp_path / "elsewhere.yaml"
     assert repository_path(str(outside)) == outside.as_posix()
+
+
+def test_the_progress_bar_advances_per_cell_and_names_the_check(tmp_path):
+    from audit.engine.run import Event
+    from audit.progress import BarProgress
+    from tests.helpers import entry as make_entry
+
+    class Cell:
+        check = "gradcheck"
+
+    bar = BarProgress()
+    subject = make_entry(tmp_path, target="m:F", inputs=[{"shape": ["N"]}])
+    with bar:
+        bar(Event("entry_start", subject, total=1, cells_total=4))
+        bar(Event("cell", subject, cell=Cell(), total=1, cells_done=1, cells_total=4))
+        task = bar.progress.tasks[0]
+        assert task.total == 4 and task.completed == 1 and task.description == "auditing subject · gradcheck"
