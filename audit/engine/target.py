@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from audit.engine import native
+from audit.engine import definition, native
 from audit.errors import AuditError
 from audit.registry.model import Entry
 
@@ -145,25 +145,21 @@ class ModuleCall:
 
 
 def _digest(entry: Entry, obj, native_files=()) -> str:
-    """sha256 of the target's code: its source file, or for an op its schema, its Python modules and its
-    native sources or library, so that a changed kernel is told apart from a changed framework."""
+    """sha256 of the target's code: for a Function, callable or module factory its own definition and what
+    it uses (:mod:`audit.engine.definition`: a neighbour changing in the same file does not count); for an
+    op its schema and its Python modules; and the native sources or library, so that a changed kernel is
+    told apart from a changed framework."""
     hasher = hashlib.sha256()
     if entry.kind == "op":
         hasher.update(str(getattr(obj, "_schemas", "") or getattr(obj, "_schema", "")).encode())
-        sources = [_module_file(item) for item in entry.load if not native.is_native(item)]
-        sources += [str(p) for p in native_files]
+        files = [_module_file(item) for item in entry.load if not native.is_native(item)]
     else:
-        sources = [_source_file(obj)] + [str(p) for p in native_files]
-    for source in filter(None, sources):
+        for text in definition.sources(obj):
+            hasher.update(text.encode())
+        files = []
+    for source in filter(None, files + [str(p) for p in native_files]):
         hasher.update(Path(source).read_bytes())
     return hasher.hexdigest()
-
-
-def _source_file(obj) -> str | None:
-    try:
-        return inspect.getsourcefile(obj)
-    except TypeError:
-        return None
 
 
 def _module_file(name: str) -> str | None:
