@@ -10,6 +10,10 @@ from audit.contract import Exit
 from audit.errors import UsageError
 from audit.matrix import write_atomic
 
+#: Where ``audit init`` puts a copy of the schema, relative to the registry: the modeline then works on
+#: every clone (yaml-language-server resolves a relative $schema against the YAML file).
+SCHEMA_COPY = ".autograd-audit/registry.schema.json"
+
 REGISTRY = """\
 # yaml-language-server: $schema={schema}
 # autograd-audit registry: one entry per custom autograd Function, torch.library op, module or model,
@@ -43,17 +47,25 @@ jobs:
       - uses: actions/setup-python@v5
         with:
           python-version: "3.11"
-      - name: Install
-        run: pip install torch --index-url https://download.pytorch.org/whl/cpu && pip install autograd-audit
-      - name: Validate the registry
-        run: audit validate registry.yaml
+      # Adapt: install torch as your project is tested (this is the CPU wheel), then your own project,
+      # so that the registry's targets import.
+      - name: Install torch and this project
+        run: |
+          pip install torch --index-url https://download.pytorch.org/whl/cpu
+          pip install -e .
       - uses: actions/cache@v4
         with:
           path: .audit-cache
           key: audit-cache-${{ github.sha }}
           restore-keys: audit-cache-
-      - name: Audit (annotations and a job summary on failure)
-        run: audit run --profile premerge --format github --progress off
+      # Adapt: OWNER/autograd-audit@REF is the repository (or fork) and tag you take autograd-audit from.
+      # The action installs it from its own checkout, validates the registry, audits it (annotations at
+      # the registry lines and a job summary on failure) and fails the job when the gate fails.
+      - name: Audit
+        uses: OWNER/autograd-audit@REF
+        with:
+          registry: registry.yaml
+          profile: premerge
       - name: Upload the reports
         if: always()
         uses: actions/upload-artifact@v4
@@ -71,7 +83,8 @@ def init(directory: str) -> int:
     if (root / "registry.yaml").exists():
         raise UsageError(f"{root / 'registry.yaml'} exists: nothing written (audit scan MODEL --write adds entries)")
     files = {
-        "registry.yaml": REGISTRY.format(schema=schema_path()),
+        "registry.yaml": REGISTRY.format(schema=SCHEMA_COPY),
+        SCHEMA_COPY: Path(schema_path()).read_text(),
         "checks/README.md": CHECKS_README,
         "reports/.gitkeep": "",
         ".github/workflows/autograd-audit.yml": WORKFLOW,
@@ -86,5 +99,7 @@ def init(directory: str) -> int:
     if missing:
         write_atomic(ignore, "\n".join(lines + missing) + "\n")
         click.echo(f"updated {ignore}")
-    click.echo("next: audit scan pkg.module:build --write, fill in the owners, then audit run")
+    click.echo(f"next: audit scan pkg.module:build --write, fill in the owners, then audit run (commit {SCHEMA_COPY}: "
+               "your editor validates the registry against it; refresh it with cp \"$(audit schema)\" after an "
+               "upgrade)")
     return Exit.OK

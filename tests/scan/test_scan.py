@@ -132,7 +132,15 @@ def test_init_scaffolds_once(tmp_path):
     for name in ("registry.yaml", "checks/README.md", "reports/.gitkeep", ".github/workflows/autograd-audit.yml"):
         assert (tmp_path / name).exists(), name
     assert load_registry(tmp_path / "registry.yaml").entries == ()
-    assert yaml.safe_load((tmp_path / ".github/workflows/autograd-audit.yml").read_text())["jobs"]["audit"]["steps"]
+    steps = yaml.safe_load((tmp_path / ".github/workflows/autograd-audit.yml").read_text())["jobs"]["audit"]["steps"]
+    assert any(s.get("uses", "").startswith("OWNER/autograd-audit@") for s in steps)  # the composite action
+    assert any("pip install -e ." in s.get("run", "") for s in steps)  # the user's own project
+    assert not any("pip install autograd-audit" in s.get("run", "") for s in steps)  # not published
+    modeline = (tmp_path / "registry.yaml").read_text().splitlines()[0]
+    assert modeline == "# yaml-language-server: $schema=.autograd-audit/registry.schema.json"
+    relative = modeline.split("$schema=")[1]  # resolved against the registry's folder, on every clone
+    assert json.loads((tmp_path / relative).read_text())["title"].startswith("autograd-audit registry")
+    assert str(ROOT) not in (tmp_path / "registry.yaml").read_text()
     again = _run("init", "--dir", tmp_path)
     assert again.exit_code == 2 and "exists: nothing written" in again.output
 
