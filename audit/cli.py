@@ -24,11 +24,12 @@ class Format(click.Choice):
         return super().convert(self.ALIASES.get(value, value), param, ctx)
 
 
-OUTPUT_FORMAT = click.option("--format", "output_format", type=Format(["text", "github", "json"]),
+OUTPUT_FORMAT = click.option("--format", "output_format", type=Format(["text", "github", "json", "sarif"]),
                              default="text", show_default=True,
                              help="text (alias terminal): the report; github: error annotations at each failing "
                                   "entry's registry line before it, and a job summary when $GITHUB_STEP_SUMMARY "
-                                  "is set; json: the matrix on stdout.")
+                                  "is set; json: the matrix on stdout; sarif: SARIF 2.1.0 on stdout (code "
+                                  "scanning).")
 REGISTRY = click.option("--registry", "registry", default="registry.yaml", show_default=True,
                         type=click.Path(dir_okay=False), help="The registry file.")
 
@@ -145,7 +146,7 @@ def merge_cli(**options) -> None:
 
 @cli.command("report")
 @click.argument("matrix_path", metavar="MATRIX", type=click.Path(dir_okay=False))
-@click.option("--format", "output_format", type=Format(["text", "md", "html", "junit", "github", "json"]),
+@click.option("--format", "output_format", type=Format(["text", "md", "html", "junit", "github", "json", "sarif"]),
               default="text", show_default=True, help="The report to render (md: alias markdown).")
 @click.option("--by-owner", is_flag=True, help="One table per owner.")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="Write here instead of stdout.")

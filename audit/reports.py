@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 from audit import matrix as matrix_mod
-from audit.reporters import github, html, junit, markdown, terminal
+from audit.reporters import github, html, junit, markdown, sarif, terminal
 
 #: What ``audit run`` and ``audit merge`` write beside the matrix.
 FILES = {"matrix.md": markdown.render, "matrix.html": html.render, "junit.xml": junit.render}
-FORMATS = ("text", "md", "html", "junit", "github", "json")
+FORMATS = ("text", "md", "html", "junit", "github", "json", "sarif")
 
 
 def write_all(folder: Path, matrix: dict) -> None:
@@ -24,6 +24,8 @@ def render(matrix: dict, output_format: str, *, by_owner: bool = False, color: b
     """One report as text."""
     if output_format == "json":
         return matrix_mod.dumps(matrix)
+    if output_format == "sarif":
+        return sarif.render(matrix, contracts())
     if output_format == "md":
         return markdown.render(matrix, by_owner=by_owner)
     if output_format == "html":
@@ -34,6 +36,13 @@ def render(matrix: dict, output_format: str, *, by_owner: bool = False, color: b
     if output_format == "github":
         return github.annotations(matrix) + github.inert(text)
     return text
+
+
+def contracts() -> dict[str, str]:
+    """What each built-in check proves (imports the checks, and so torch: only SARIF's rules need it)."""
+    from audit.checks import builtin
+
+    return {name: check.contract for name, check in builtin().items()}
 
 
 def github_summary(matrix: dict) -> bool:

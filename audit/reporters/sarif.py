@@ -1,0 +1,59 @@
+"""The matrix as SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+
+One rule per check present (its contract as the description), one result per failing or erroring cell
+at its entry's registry line, with a fingerprint that stays put across runs so a viewer tracks the same
+finding from one commit to the next.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from audit.reporters.common import failure_line, printable, problems, registry_of
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVEL = {"fail": "error", "error": "error"}
+
+
+def render(matrix: dict, contracts: dict[str, str] | None = None) -> str:
+    """SARIF JSON text of ``matrix``; ``contracts`` maps check names to what each check proves."""
+    contracts = contracts or {}
+    found = problems(matrix)
+    checks = sorted({c["check"] for e in matrix["entries"] for c in e["cells"]})
+    rules = [_rule(name, contracts.get(name, "")) for name in checks]
+    index = {name: i for i, name in enumerate(checks)}
+    registry = registry_of(matrix)
+    log = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "autograd-audit", "informationUri": "https://pypi.org/project/autograd-audit/",
+                                "rules": rules}},
+            "results": [_result(entry, cell, index[cell["check"]], registry) for entry, cell in found],
+            "properties": {"verdict": matrix.get("verdict", ""), "environment": matrix.get("environment", {})},
+        }],
+    }
+    return json.dumps(log, indent=2, sort_keys=True) + "\n"
+
+
+def _rule(name: str, contract: str) -> dict:
+    text = contract or f"the {name} property of autograd-audit"
+    return {"id": name, "name": name, "shortDescription": {"text": f"autograd-audit check {name}"},
+            "fullDescription": {"text": text}, "defaultConfiguration": {"level": "error"},
+            "help": {"text": f"{text}. Replay a failure with the command in its message."}}
+
+
+def _result(entry: dict, cell: dict, rule: int, registry: str) -> dict:
+    identity = f"{entry['name']}|{cell['check']}|{cell['dtype']}|{cell['device']}"
+    return {
+        "ruleId": cell["check"],
+        "ruleIndex": rule,
+        "level": LEVEL[cell["status"]],
+        "message": {"text": printable(failure_line(entry, cell, registry))},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": registry},
+                                            "region": {"startLine": max(1, int(entry.get("line", 1)))}}}],
+        "partialFingerprints": {"autogradAudit/v1": hashlib.sha256(identity.encode()).hexdigest()},
+        "properties": {"owner": entry["owner"], "status": cell["status"], "dtype": cell["dtype"],
+                       "device": cell["device"], "repro": cell.get("repro", "")},
+    }
