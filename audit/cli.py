@@ -36,8 +36,24 @@ REGISTRY = click.option("--registry", "registry", default="registry.yaml", show_
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="autograd-audit")
-def cli() -> None:
-    """Prove custom autograd code in PyTorch is correct."""
+@click.pass_context
+def cli(ctx) -> None:
+    """Prove custom autograd code in PyTorch is correct.
+
+    Settings may live in pyproject.toml under [tool.autograd-audit] (registry, out, profile, jobs,
+    examples, seed, devices, compile_backend, timeout, max_memory, strict, cache, cache_dir, cache_size,
+    progress), found from any folder below it; options given here win.
+    """
+    from pathlib import Path
+
+    from audit.config import default_map
+
+    try:
+        found = default_map(Path.cwd())
+    except AuditError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(int(Exit.USAGE))
+    ctx.default_map = {**found, **(ctx.default_map or {})}
 
 
 @cli.command("run")
@@ -191,7 +207,10 @@ def schema_command() -> None:
     click.echo(schema_path())
 
 
-_GIVEN = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+#: Where a setting counts as chosen, so that it wins over a profile's: the command line, the environment
+#: and pyproject.toml's [tool.autograd-audit] (click's default map).
+_GIVEN = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT,
+          click.core.ParameterSource.DEFAULT_MAP)
 
 
 def _exit(command) -> None:
