@@ -231,6 +231,14 @@ def _exit(command) -> None:
     except Terminated:
         click.echo("terminated (SIGTERM): workers ended, nothing was written", err=True)
         code = Exit.TERMINATED
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "torch":
+            code = _crashed(exc)
+        else:
+            click.echo("error: this command needs PyTorch, which is not installed here: install the build your "
+                       "project uses (pip install torch, or autograd-audit[torch]); audit validate works without it",
+                       err=True)
+            code = Exit.USAGE
     except Exception as exc:  # the audit's own bug: exit 2 ("nothing judged"), never 1 ("gate failed")
         code = _crashed(exc)
     sys.exit(int(code))
