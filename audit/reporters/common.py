@@ -106,5 +106,6 @@ def failure_line(entry: dict, cell: dict, registry: str = "registry.yaml") -> st
 
 def headline(matrix: dict) -> str:
     """One line: verdict and counts."""
-    counts = ", ".join(f"{n} {s}" for s, n in matrix["summary"].items() if n)
+    summary = matrix["summary"]  # read back from JSON its keys are sorted: count in the contract's order
+    counts = ", ".join(f"{summary[s.value]} {s.value}" for s in Status if summary.get(s.value))
     return f"autograd-audit: {matrix['verdict'].upper()} ({counts or 'no cells'})"

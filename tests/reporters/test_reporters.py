@@ -138,3 +138,13 @@ def test_sarif_validates_against_the_sarif_schema_and_points_at_registry_lines()
     where = run["results"][0]["locations"][0]["physicalLocation"]
     assert where == {"artifactLocation": {"uri": "registry.yaml"}, "region": {"startLine": 9}}
     assert "\x1b" not in json.dumps(log) and "\\u001b" not in json.dumps(log)
+
+
+def test_every_summary_line_counts_in_the_same_order():
+    import json
+
+    from audit.reporters.common import headline
+
+    reloaded = json.loads(json.dumps(matrix(), sort_keys=True))  # as audit report reads a saved matrix
+    assert headline(reloaded) == headline(matrix()) == \
+        "autograd-audit: FAIL (3 pass, 1 fail, 1 unsupported, 1 waived, 1 xpass, 1 skip, 1 error)"
