@@ -30,6 +30,9 @@ OUTPUT_FORMAT = click.option("--format", "output_format", type=Format(["text", "
                                   "entry's registry line before it, and a job summary when $GITHUB_STEP_SUMMARY "
                                   "is set; json: the matrix on stdout; sarif: SARIF 2.1.0 on stdout (code "
                                   "scanning).")
+VERBOSITY = click.option("-v", "--verbose", "verbosity", count=True,
+                         help="-v: also every skip, unsupported, waived and xpass cell with its reason.")
+QUIET = click.option("-q", "--quiet", is_flag=True, help="Only the failures and the verdict (no table, no progress).")
 REGISTRY = click.option("--registry", "registry", default="registry.yaml", show_default=True,
                         type=click.Path(dir_okay=False), help="The registry file.")
 
@@ -87,6 +90,8 @@ def cli(ctx) -> None:
 @click.option("--durations", default=None, type=click.Path(dir_okay=False),
               help="An earlier matrix whose recorded seconds balance the shards (else: by entry count).")
 @OUTPUT_FORMAT
+@VERBOSITY
+@QUIET
 @click.pass_context
 def run_command(ctx, **options) -> None:
     """Audit the registry: write the matrix and reports, exit 1 if the gate fails."""
@@ -165,6 +170,8 @@ def merge_cli(**options) -> None:
 @click.option("--format", "output_format", type=Format(["text", "md", "html", "junit", "github", "json", "sarif"]),
               default="text", show_default=True, help="The report to render (md: alias markdown).")
 @click.option("--by-owner", is_flag=True, help="One table per owner.")
+@VERBOSITY
+@QUIET
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 def report_cli(**options) -> None:
     """Re-render a saved matrix in any format (exit 0: rendering does not gate)."""

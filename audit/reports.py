@@ -20,7 +20,8 @@ def write_all(folder: Path, matrix: dict) -> None:
     matrix_mod.write_atomic(folder / "matrix.json", matrix_mod.dumps(matrix))
 
 
-def render(matrix: dict, output_format: str, *, by_owner: bool = False, color: bool = False, width: int = 160) -> str:
+def render(matrix: dict, output_format: str, *, by_owner: bool = False, color: bool = False, width: int = 160,
+           verbosity: int = 0) -> str:
     """One report as text."""
     if output_format == "json":
         return matrix_mod.dumps(matrix)
@@ -32,7 +33,7 @@ def render(matrix: dict, output_format: str, *, by_owner: bool = False, color: b
         return html.render(matrix, by_owner=by_owner)
     if output_format == "junit":
         return junit.render(matrix)
-    text = terminal.render(matrix, color=color, width=width, by_owner=by_owner)
+    text = terminal.render(matrix, color=color, width=width, by_owner=by_owner, verbosity=verbosity)
     if output_format == "github":
         return github.annotations(matrix) + github.inert(text)
     return text

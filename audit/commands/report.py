@@ -14,11 +14,12 @@ from audit.contract import Exit
 from audit.matrix import write_atomic
 
 
-def report(matrix_path: str, output_format: str, by_owner: bool, out: str | None) -> int:
+def report(matrix_path: str, output_format: str, by_owner: bool, out: str | None, verbosity: int = 0,
+           quiet: bool = False) -> int:
     """Render ``matrix_path`` in ``output_format`` to ``out`` or stdout. Rendering is not gating: exit 0."""
     matrix = read_matrix(matrix_path)
     colored = out is None and color(sys.stdout)
-    text = reports.render(matrix, output_format, by_owner=by_owner, color=colored)
+    text = reports.render(matrix, output_format, by_owner=by_owner, color=colored, verbosity=-1 if quiet else verbosity)
     if out:
         write_atomic(Path(out), text)
     else:

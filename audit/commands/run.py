@@ -22,7 +22,7 @@ from audit import outlock, reports
 
 def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, max_memory, strict,
         progress, compile_backend="aot_eager", profile=None, cache=False, cache_dir=None, cache_size="512M",
-        shard=None, durations=None, output_format="text", explicit=frozenset()) -> int:
+        shard=None, durations=None, output_format="text", explicit=frozenset(), verbosity=0, quiet=False) -> int:
     """Audit the selected entries; write ``matrix.json``, ``matrix.md`` and replay scripts to ``out``.
 
     ``explicit`` names the options given on the command line: those win over the ``profile``'s values.
@@ -52,7 +52,7 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
         try:
             table = check_table(loaded)
             only = select_checks(table, checks)
-            with make_progress(progress) as reporter:
+            with make_progress("off" if quiet else progress) as reporter:
                 result = run_engine(loaded, entries, table, options, only=only, devices=set(devices) or None,
                                     on_event=reporter, workers=workers) if entries else None
         finally:
@@ -66,7 +66,7 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
         matrix["verdict"] = matrix_mod.verdict(matrix_mod.cells_of(matrix), settled["strict"])
         if split:
             matrix["shard"] = split
-        show(matrix, output_format)  # first: the verdict reaches the terminal even when --out cannot be written
+        show(matrix, output_format, -1 if quiet else verbosity)  # first: shown even when --out cannot be written
         _write(Path(out), matrix, result)
         if options.cache_dir:
             click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
@@ -115,11 +115,12 @@ def drop_stale_scripts(out: Path, kept: set[str]) -> None:
             stale.unlink()
 
 
-def show(matrix: dict, output_format: str) -> None:
+def show(matrix: dict, output_format: str, verbosity: int = 0) -> None:
     """The report on stdout: text, GitHub's annotations before it (and its job summary), or the matrix
     as JSON for tools."""
     colored = output_format == "text" and color(sys.stdout)
-    click.echo(reports.render(matrix, output_format, color=colored, width=_width()), nl=False, color=colored)
+    click.echo(reports.render(matrix, output_format, color=colored, width=_width(), verbosity=verbosity), nl=False,
+               color=colored)
     if output_format == "github":
         reports.github_summary(matrix)
 

@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from audit.reporters.common import (columns, failure_line, group, headline, owner_groups, printable, problems,
+from audit.contract import Status
+from audit.reporters.common import (SHOWN, columns, failure_line, group, headline, owner_groups, printable, problems,
                                     registry_of, row_label, rows, short, worst)
 
 SYMBOL = {"pass": "✓", "fail": "✗ FAIL", "error": "! ERROR", "unsupported": "–", "waived": "w", "xpass": "+",
@@ -18,22 +19,30 @@ STYLE = {"pass": "green", "fail": "bold red", "error": "bold magenta", "unsuppor
          "waived": "yellow", "xpass": "cyan", "skip": "blue"}
 
 
-def render(matrix: dict, *, color: bool = False, width: int = 120, by_owner: bool = False) -> str:
+def render(matrix: dict, *, color: bool = False, width: int = 120, by_owner: bool = False, verbosity: int = 0) -> str:
     """The table (one per owner with ``by_owner``), the failures and the verdict, as text (ANSI colours
-    when ``color``)."""
+    when ``color``). ``verbosity`` -1 leaves out the table; 1 also spells out every cell that is neither a
+    pass nor a failure (skips, unsupported, waived, xpass) with its reason."""
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False)
-    for title, narrowed in owner_groups(matrix) if by_owner else [("validation matrix", matrix)]:
-        console.print(_table(narrowed, title))
-    console.print(Text(LEGEND, style="dim"))
-    renamed = [f"{short(n)}={n}" for n in columns(matrix) if short(n) != n]
-    if renamed:
-        console.print(Text("columns: " + " ".join(renamed), style="dim"))
-    for entry, cell in problems(matrix):
-        console.print(Text(printable(failure_line(entry, cell, registry_of(matrix))), style=STYLE[cell["status"]]), soft_wrap=True)
+    if verbosity >= 0:
+        for title, narrowed in owner_groups(matrix) if by_owner else [("validation matrix", matrix)]:
+            console.print(_table(narrowed, title))
+        console.print(Text(LEGEND, style="dim"))
+        renamed = [f"{short(n)}={n}" for n in columns(matrix) if short(n) != n]
+        if renamed:
+            console.print(Text("columns: " + " ".join(renamed), style="dim"))
+    shown = SHOWN + (NOTED if verbosity > 0 else ())
+    for entry, cell in problems(matrix, shown):
+        console.print(Text(printable(failure_line(entry, cell, registry_of(matrix))), style=STYLE[cell["status"]]),
+                      soft_wrap=True)
     verdict_style = "bold green" if matrix["verdict"] == "pass" else "bold red"
     console.print(Text(headline(matrix), style=verdict_style))
     return buffer.getvalue()
+
+
+#: What ``-v`` adds to the failures: every cell with a reason worth reading.
+NOTED = (Status.SKIP, Status.UNSUPPORTED, Status.WAIVED, Status.XPASS)
 
 
 def _table(matrix: dict, title: str) -> Table:

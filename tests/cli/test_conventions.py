@@ -92,3 +92,14 @@ def test_the_progress_bar_advances_per_cell_and_names_the_check(tmp_path):
         bar(Event("cell", subject, cell=Cell(), total=1, cells_done=1, cells_total=4))
         task = bar.progress.tasks[0]
         assert task.total == 4 and task.completed == 1 and task.description == "auditing subject · gradcheck"
+
+
+def test_quiet_and_verbose(tmp_path):
+    path = tmp_path / "matrix.json"
+    path.write_text(json.dumps(matrix()))
+    plain = CliRunner().invoke(cli, ["report", str(path)]).output
+    quiet = CliRunner().invoke(cli, ["report", str(path), "-q"]).output
+    verbose = CliRunner().invoke(cli, ["report", str(path), "-v"]).output
+    assert "validation matrix" in plain and "validation matrix" not in quiet
+    assert quiet.splitlines()[-1] == plain.splitlines()[-1] and "cube gradcheck FAIL" in quiet
+    assert "cube vmap UNSUPPORTED" in verbose and "cube vmap UNSUPPORTED" not in plain
