@@ -29,8 +29,10 @@ def run(subject, case) -> None:
 
 
 def _arguments(entry, leaves) -> list:
-    """The call's arguments: the leaves, with a copy for each input forward declares it writes."""
-    return [a.clone() if isinstance(a, torch.Tensor) and i in entry.mutates else a for i, a in enumerate(leaves)]
+    """The call's arguments: copies of the leaves forward declares it writes and of those that require grad
+    (as in real code, so that an undeclared write shows here, not as autograd's leaf error)."""
+    return [a.clone() if isinstance(a, torch.Tensor) and (i in entry.mutates or a.requires_grad) else a
+            for i, a in enumerate(leaves)]
 
 
 def _changed(arg: torch.Tensor, before) -> bool:

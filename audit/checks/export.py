@@ -51,11 +51,11 @@ def run(subject, case) -> None:
     if isinstance(subject.state["programs"], str):
         raise Violation(subject.state["programs"])
     tensors = _tensors(subject.args(case))
-    with torch.no_grad():
-        expected = outputs_of(subject.target.fn(*_detached(subject.args(case))))
+    with torch.no_grad():  # both re-seeded outside the program: a stochastic entry draws eager's noise
+        expected = outputs_of(subject.guard(subject.target.fn, canonical=False)(*_detached(subject.args(case))))
     for mode, program in subject.state["programs"].items():
         try:
-            got = list(program(*tensors))
+            got = list(subject.guard(program, clone=False, canonical=False)(*tensors))
         except Exception as exc:
             raise Violation(f"run ({mode}): the loaded program raised {type(exc).__name__}: {_first(exc)}") from None
         try:
