@@ -1,0 +1,141 @@
+"""In-place and stochastic entries: correct code passes every check, the planted bugs still fail."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from audit.engine.outcome import HELD, VIOLATED
+from tests.helpers import entry, observe
+
+S = "tests.fixtures.inplace_stochastic"
+# At least 16 elements (where torch's CPU normal_ draws float32 and float64 differently) and 2-d (so
+# drawn layouts include transposed ones, which randn_like fills in memory order).
+MATRIX = {"inputs": [{"shape": ["M", "N"]}], "dims": {"M": [4, 6], "N": [4, 6]}}
+IN_PLACE = {**MATRIX, "mutates": [0]}
+SCALE = {**IN_PLACE, "target": f"{S}:ScaleInPlace"}
+EXP = {**IN_PLACE, "target": f"{S}:ExpInPlace", "reference": f"{S}:exp_reference",
+       "supports": {"double_backward": True}}
+NOISE = {"inputs": [{"shape": ["M", "N"]}, {"shape": ["M", "N"]}], "dims": MATRIX["dims"],
+         "supports": {"deterministic": False}}
+REPARAM = {**NOISE, "target": f"{S}:Reparameterised", "reference": f"{S}:reparameterised_reference"}
+DROPOUT = {**MATRIX, "kind": "callable", "target": f"{S}:dropout", "supports": {"deterministic": False}}
+
+IN_PLACE_CHECKS = [("forward", "float64"), ("forward", "float32"), ("gradcheck", "float64"),
+                   ("dtype", "float64"), ("dtype", "float32"), ("device", "float64"), ("determinism", "float64"),
+                   ("noncontiguous", "float64"), ("alias", "float64"), ("saved_tensors", "float64"),
+                   ("checkpoint", "float64"), ("undefined_grad", "float64")]
+NOISE_CHECKS = [("forward", "float64"), ("forward", "float32"), ("gradcheck", "float64"), ("dtype", "float64"),
+                ("dtype", "float32"), ("device", "float64"), ("noncontiguous", "float64"),
+                ("saved_tensors", "float64"), ("checkpoint", "float64"), ("undefined_grad", "float64"),
+                ("autocast", "float32"), ("compile", "float64"), ("export", "float64")]
+DROPOUT_CHECKS = [("gradcheck", "float64"), ("dtype", "float32"), ("noncontiguous", "float64"),
+                  ("saved_tensors", "float64"), ("checkpoint", "float64")]
+
+
+def _ids(cells):
+    return [f"{check}-{dtype}" for check, dtype in cells]
+
+
+@pytest.mark.parametrize("check, dtype", IN_PLACE_CHECKS, ids=_ids(IN_PLACE_CHECKS))
+def test_declared_in_place_scale_passes(tmp_path, check, dtype):
+    found = observe(entry(tmp_path, **SCALE), check, dtype)
+    assert found.verdict == HELD, found.message
+
+
+@pytest.mark.parametrize("check, dtype", IN_PLACE_CHECKS + [("gradgradcheck", "float64")],
+                         ids=_ids(IN_PLACE_CHECKS + [("gradgradcheck", "float64")]))
+def test_declared_in_place_exp_saving_its_output_passes(tmp_path, check, dtype):
+    found = observe(entry(tmp_path, **EXP), check, dtype)
+    assert found.verdict == HELD, found.message
+
+
+def test_an_undeclared_in_place_write_fails_alias(tmp_path):
+    found = observe(entry(tmp_path, **{**SCALE, "mutates": []}), "alias")
+    assert found.verdict == VIOLATED and "modified input 0 in place" in found.message, found
+
+
+def test_a_declared_write_without_mark_dirty_fails_alias(tmp_path):
+    found = observe(entry(tmp_path, **{**SCALE, "target": f"{S}:ScaleInPlaceUnmarked"}), "alias")
+    assert found.verdict == VIOLATED and "mark_dirty" in found.message, found
+
+
+def test_an_in_place_output_kept_outside_save_for_backward_fails_saved_tensors(tmp_path):
+    found = observe(entry(tmp_path, **{**EXP, "target": f"{S}:ExpInPlaceStashed"}), "saved_tensors")
+    assert found.verdict == VIOLATED and "outside save_for_backward" in found.message, found
+
+
+def test_the_audit_never_writes_its_own_leaf(tmp_path):
+    from audit.checks.subject import Subject
+    from audit.engine.target import resolve
+    from audit.inputs.case import Case, TensorArg
+    from tests.helpers import ROOT
+
+    spec = entry(tmp_path, **SCALE)
+    subject = Subject(spec, resolve(spec, ROOT), "float64", "cpu")
+    leaf = subject.args(Case((), (TensorArg(np.array([1.0, 3.0]), True),)))[0]
+    out = subject.call([leaf])
+    out.sum().backward()
+    assert leaf.tolist() == [1.0, 3.0] and out.tolist() == [2.0, 6.0] and leaf.grad.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("check, dtype", NOISE_CHECKS, ids=_ids(NOISE_CHECKS))
+def test_reparameterised_noise_passes(tmp_path, check, dtype):
+    found = observe(entry(tmp_path, **REPARAM), check, dtype)
+    assert found.verdict == HELD, found.message
+
+
+@pytest.mark.parametrize("check, dtype", DROPOUT_CHECKS, ids=_ids(DROPOUT_CHECKS))
+def test_dropout_drawn_inside_torch_passes(tmp_path, check, dtype):
+    found = observe(entry(tmp_path, **DROPOUT), check, dtype)
+    assert found.verdict == HELD, found.message
+
+
+@pytest.mark.parametrize("bug", ["NoiseGradDoubled", "NoiseGradForgotten"])
+def test_a_wrong_noise_gradient_fails_gradcheck(tmp_path, bug):
+    found = observe(entry(tmp_path, **{**REPARAM, "target": f"{S}:{bug}"}), "gradcheck")
+    assert found.verdict == VIOLATED and "with respect to input 1" in found.message, found
+
+
+def test_noise_claimed_deterministic_fails_determinism(tmp_path):
+    found = observe(entry(tmp_path, **{**REPARAM, "supports": {"deterministic": True}}), "determinism")
+    assert found.verdict == VIOLATED and "differs between two runs" in found.message, found
+
+
+def test_noise_unclaimed_is_still_observed_nondeterministic(tmp_path):
+    found = observe(entry(tmp_path, **REPARAM), "determinism", claimed=False)
+    assert found.verdict == VIOLATED, found
+
+
+def _draw(dtype, layout: str, device: str = "cpu"):
+    from audit.engine import randomness
+
+    template = torch.empty(5, 4, dtype=dtype, device=device)
+    template = template.t().contiguous().t() if layout == "transposed" else template
+    randomness.reseed(7)
+    with randomness.CanonicalDraws():
+        noise = torch.randn_like(template), torch.rand(5, 4, dtype=dtype, device=device), \
+            torch.empty_like(template).bernoulli_(0.5)
+    return [n.double().cpu() for n in noise], noise[0].stride()
+
+
+def test_canonical_draws_are_the_same_in_every_dtype_and_layout():
+    expected, _ = _draw(torch.float64, "contiguous")
+    for dtype, layout in ((torch.float32, "contiguous"), (torch.float64, "transposed"), (torch.bfloat16, "transposed")):
+        got, stride = _draw(dtype, layout)
+        assert stride == ((1, 5) if layout == "transposed" else (4, 1))  # the layout torch would give
+        tol = 1e-2 if dtype == torch.bfloat16 else 1e-6
+        for g, e in zip(got, expected):
+            torch.testing.assert_close(g, e, atol=tol, rtol=tol)
+
+
+def test_canonical_draws_leave_a_private_generator_alone():
+    from audit.engine import randomness
+
+    private = torch.Generator().manual_seed(3)
+    expected = torch.randn(20, generator=private, dtype=torch.float32)
+    private.manual_seed(3)
+    with randomness.CanonicalDraws():
+        got = torch.randn(20, generator=private, dtype=torch.float32)
+    assert torch.equal(got, expected)
