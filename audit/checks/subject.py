@@ -70,7 +70,7 @@ class Subject:
     def guard(self, fn: Callable, *, clone: bool = True, reseed: bool = True, canonical: bool = True) -> Callable:
         """``fn`` called as real code calls it, from the same random stream at every evaluation.
 
-        ``clone``: each tensor at a ``mutates`` position is replaced by a differentiable clone, so that an
+        ``clone``: each leaf tensor at a ``mutates`` position is replaced by a differentiable clone, so that an
         in-place Function writes a non-leaf (as in a real graph) and gradients reach the audit's leaf
         through CloneBackward. ``reseed`` and ``canonical``: see :meth:`stream`. The alias check turns
         cloning off (it clones itself, to watch the write); determinism turns reseeding off (two runs
@@ -83,9 +83,11 @@ class Subject:
         return guarded
 
     def writable(self, args) -> list:
-        """``args`` with each tensor at a ``mutates`` position replaced by its (differentiable) clone."""
+        """``args`` with each leaf tensor at a ``mutates`` position replaced by its (differentiable) clone: the
+        audit's own tensors are never written; a tensor a check derived itself passes as it is."""
         mutates = self.entry.mutates
-        return [a.clone() if i in mutates and isinstance(a, torch.Tensor) else a for i, a in enumerate(args)]
+        return [a.clone() if i in mutates and isinstance(a, torch.Tensor) and a.is_leaf else a
+                for i, a in enumerate(args)]
 
     @contextmanager
     def stream(self, *, reseed: bool = True, canonical: bool = True):
