@@ -72,9 +72,10 @@ class Subject:
 
         ``clone``: each leaf tensor at a ``mutates`` position is replaced by a differentiable clone, so that an
         in-place Function writes a non-leaf (as in a real graph) and gradients reach the audit's leaf
-        through CloneBackward. ``reseed`` and ``canonical``: see :meth:`stream`. The alias check turns
-        cloning off (it clones itself, to watch the write); determinism turns reseeding off (two runs
-        must draw apart); compile turns canonical draws off (they cannot be traced).
+        through CloneBackward. ``reseed`` and ``canonical``: see :meth:`stream`. saved_tensors turns
+        cloning off (it modifies its own clones); determinism turns reseeding off (two runs must draw
+        apart); compile and export turn canonical draws off (a dispatch mode does not trace). The alias
+        check calls the target unguarded: it clones by itself, to watch the write.
         """
         def guarded(*args):
             with self.stream(reseed=reseed, canonical=canonical):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 #: torch's primitive random draws (aten names), the functional, in-place and ``_like`` forms. Composite
 #: ops that also compute (attention with dropout, RNNs) are left alone: redoing them in float64 would
@@ -50,28 +50,63 @@ class CanonicalDraws(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if not _canonical_draw(func, args, kwargs):
+        if not _is_draw(func) or _private(args, kwargs):
             return func(*args, **kwargs)
-        return _draw(func, args, kwargs)
+        try:
+            return _draw(func, args, kwargs)
+        except (RuntimeError, NotImplementedError, TypeError, ValueError):
+            # An op this scheme does not fit (no float64 or meta kernel): torch's own draw, still re-seeded,
+            # rather than an error the audit caused.
+            return func(*args, **kwargs)
 
 
-def _canonical_draw(func, args, kwargs) -> bool:
-    schema = getattr(func, "_schema", None)
-    name = schema.name.split("::")[-1] if schema is not None else ""
-    private = kwargs.get("generator") is not None or any(isinstance(a, torch.Generator) for a in args)
-    return name in DRAWS and not func._overloadname.endswith("out") and not private
+#: Whether each op seen is one of :data:`DRAWS` (every op of the target passes through the mode).
+_IS_DRAW: dict = {}
+#: The meta outputs of draws by op and argument metadata: random ops' meta kernels are Python refs
+#: (about 1 ms a call), and finite differences call the same op on the same shapes many times.
+_SHELLS: dict = {}
+
+
+def _is_draw(func) -> bool:
+    known = _IS_DRAW.get(func)
+    if known is None:
+        schema = getattr(func, "_schema", None)
+        name = schema.name.split("::")[-1] if schema is not None else ""
+        known = _IS_DRAW[func] = name in DRAWS and not func._overloadname.endswith("out")
+    return known
+
+
+def _private(args, kwargs) -> bool:
+    """Whether the draw names its own generator: the audit leaves that stream alone."""
+    return kwargs.get("generator") is not None or any(isinstance(a, torch.Generator) for a in args)
+
+
+def _shell(func, args, kwargs):
+    """What torch would return (shape, strides, dtype), on the meta device."""
+    key = (func, _signature(args), _signature(kwargs))
+    if key not in _SHELLS:
+        if len(_SHELLS) > 4096:
+            _SHELLS.clear()
+        _SHELLS[key] = func(*tree_map(_meta, args), **_with(func, tree_map(_meta, kwargs), device="meta"))
+    return _SHELLS[key]
+
+
+def _signature(value) -> tuple:
+    leaves, spec = tree_flatten(value)
+    return str(spec), tuple((tuple(v.shape), v.stride(), v.dtype, v.device) if isinstance(v, torch.Tensor) else v
+                            for v in leaves)
 
 
 def _draw(func, args, kwargs):
-    shape = func(*tree_map(_meta, args), **_with(func, tree_map(_meta, kwargs), device="meta"))
-    drawn = func(*tree_map(_canonical, args), **_with(func, kwargs, device="cpu", dtype=_wide(shape),
+    shell = _shell(func, args, kwargs)
+    drawn = func(*tree_map(_canonical, args), **_with(func, kwargs, device="cpu", dtype=_wide(shell),
                                                       memory_format=torch.contiguous_format))
     if _writes_first(func):  # in place: fill the caller's tensor
         return args[0].copy_(drawn)
     device = _device(args, kwargs)
-    if isinstance(shape, torch.Tensor):
-        return _laid_out_like(shape, drawn, device)
-    return type(shape)(_laid_out_like(s, d, device) for s, d in zip(shape, drawn))
+    if isinstance(shell, torch.Tensor):
+        return _laid_out_like(shell, drawn, device)
+    return type(shell)(_laid_out_like(s, d, device) for s, d in zip(shell, drawn))
 
 
 def _writes_first(func) -> bool:
@@ -92,8 +127,8 @@ def _canonical(value):
     return value
 
 
-def _wide(shape) -> torch.dtype | None:
-    first = shape if isinstance(shape, torch.Tensor) else shape[0]
+def _wide(shell) -> torch.dtype | None:
+    first = shell if isinstance(shell, torch.Tensor) else shell[0]
     return torch.float64 if first.is_floating_point() else None
 
 
@@ -110,6 +145,6 @@ def _device(args, kwargs) -> torch.device:
     return torch.device(kwargs.get("device") or "cpu")
 
 
-def _laid_out_like(shape: torch.Tensor, drawn: torch.Tensor, device) -> torch.Tensor:
-    out = torch.empty_strided(shape.shape, shape.stride(), dtype=shape.dtype, device=device)
+def _laid_out_like(shell: torch.Tensor, drawn: torch.Tensor, device) -> torch.Tensor:
+    out = torch.empty_strided(shell.shape, shell.stride(), dtype=shell.dtype, device=device)
     return out.copy_(drawn)

@@ -140,26 +140,36 @@ def test_noise_unclaimed_is_still_observed_nondeterministic(tmp_path):
     assert found.verdict == VIOLATED, found
 
 
-def _draw(dtype, layout: str, device: str = "cpu"):
+DRAWS = {
+    "randn_like": lambda t: torch.randn_like(t),
+    "rand": lambda t: torch.rand(t.shape, dtype=t.dtype),
+    "normal": lambda t: torch.normal(torch.zeros_like(t), torch.ones_like(t)),
+    "exponential_": lambda t: torch.empty_like(t).exponential_(),
+    "bernoulli_": lambda t: torch.empty_like(t).bernoulli_(0.5),
+    "dropout": lambda t: torch.nn.functional.dropout(torch.ones_like(t), 0.5, training=True),
+    "randint_like": lambda t: torch.randint_like(t, 10),
+}
+
+
+def _draw(draw, dtype, layout: str) -> torch.Tensor:
     from audit.engine import randomness
 
-    template = torch.empty(5, 4, dtype=dtype, device=device)
+    template = torch.zeros(5, 20, dtype=dtype)  # 100 elements: torch's float32 and float64 streams differ
     template = template.t().contiguous().t() if layout == "transposed" else template
     randomness.reseed(7)
     with randomness.CanonicalDraws():
-        noise = torch.randn_like(template), torch.rand(5, 4, dtype=dtype, device=device), \
-            torch.empty_like(template).bernoulli_(0.5)
-    return [n.double().cpu() for n in noise], noise[0].stride()
+        noise = DRAWS[draw](template)
+    raw = DRAWS[draw](template)
+    assert (noise.dtype, noise.shape) == (raw.dtype, raw.shape)  # what torch itself gives
+    return noise.double()
 
 
-def test_canonical_draws_are_the_same_in_every_dtype_and_layout():
-    expected, _ = _draw(torch.float64, "contiguous")
+@pytest.mark.parametrize("draw", DRAWS)
+def test_canonical_draws_are_the_same_in_every_dtype_and_layout(draw):
+    expected = _draw(draw, torch.float64, "contiguous")
     for dtype, layout in ((torch.float32, "contiguous"), (torch.float64, "transposed"), (torch.bfloat16, "transposed")):
-        got, stride = _draw(dtype, layout)
-        assert stride == ((1, 5) if layout == "transposed" else (4, 1))  # the layout torch would give
         tol = 1e-2 if dtype == torch.bfloat16 else 1e-6
-        for g, e in zip(got, expected):
-            torch.testing.assert_close(g, e, atol=tol, rtol=tol)
+        torch.testing.assert_close(_draw(draw, dtype, layout), expected, atol=tol, rtol=tol)
 
 
 def test_canonical_draws_leave_a_private_generator_alone():
