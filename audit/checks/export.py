@@ -55,7 +55,8 @@ def run(subject, case) -> None:
         expected = outputs_of(subject.guard(subject.target.fn, canonical=False)(*_detached(subject.args(case))))
     for mode, program in subject.state["programs"].items():
         try:
-            got = list(subject.guard(program, clone=False, canonical=False)(*tensors))
+            # Fresh copies for each program: an in-place entry's program writes its inputs.
+            got = list(subject.guard(program, clone=False, canonical=False)(*[t.clone() for t in tensors]))
         except Exception as exc:
             raise Violation(f"run ({mode}): the loaded program raised {type(exc).__name__}: {_first(exc)}") from None
         try:

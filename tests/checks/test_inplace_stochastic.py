@@ -52,6 +52,12 @@ def test_declared_in_place_exp_saving_its_output_passes(tmp_path, check, dtype):
     assert found.verdict == HELD, found.message
 
 
+def test_export_runs_each_program_of_an_in_place_entry_on_its_own_copy(tmp_path):
+    found = observe(entry(tmp_path, **{**IN_PLACE, "target": "tests.fixtures.layout:ScaleInPlace"}), "export",
+                    examples=3)
+    assert found.verdict == HELD and found.details == {"non-strict": "exported", "strict": "exported"}, found
+
+
 def test_an_undeclared_in_place_write_fails_alias(tmp_path):
     found = observe(entry(tmp_path, **{**SCALE, "mutates": []}), "alias")
     assert found.verdict == VIOLATED and "modified input 0 in place" in found.message, found
