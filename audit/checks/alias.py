@@ -18,7 +18,12 @@ def run(subject, case) -> None:
     leaves = subject.args(case)
     args = _arguments(entry, leaves)
     before = [(a.detach().clone(), a._version) if isinstance(a, torch.Tensor) else None for a in args]
-    result = subject.target.fn(*args)
+    try:
+        result = subject.target.fn(*args)
+    except RuntimeError as exc:
+        if LEAF_WRITE in str(exc):
+            _undeclared_write(subject, leaves)
+        raise
     outputs = outputs_of(result)
     if entry.kind == "op":
         _against_schema(entry, subject.target.obj, args, before)
@@ -28,11 +33,21 @@ def run(subject, case) -> None:
     _gradient_memory(subject, case)
 
 
+#: autograd's refusal of an in-place Function on a leaf: a write forward marked dirty but mutates did not declare.
+LEAF_WRITE = "a leaf Variable that requires grad has been used in an in-place operation"
+
+
+def _undeclared_write(subject, leaves) -> None:
+    """Name the input written, found by calling again on copies of every tensor (as real code would)."""
+    args = [a.clone() if isinstance(a, torch.Tensor) else a for a in leaves]
+    before = [(a.detach().clone(), a._version) if isinstance(a, torch.Tensor) else None for a in args]
+    subject.target.fn(*args)
+    _mutations(subject.entry, args, before, kind=subject.entry.kind)
+
+
 def _arguments(entry, leaves) -> list:
-    """The call's arguments: copies of the leaves forward declares it writes and of those that require grad
-    (as in real code, so that an undeclared write shows here, not as autograd's leaf error)."""
-    return [a.clone() if isinstance(a, torch.Tensor) and (i in entry.mutates or a.requires_grad) else a
-            for i, a in enumerate(leaves)]
+    """The call's arguments: the leaves, with a copy for each input forward declares it writes."""
+    return [a.clone() if isinstance(a, torch.Tensor) and i in entry.mutates else a for i, a in enumerate(leaves)]
 
 
 def _changed(arg: torch.Tensor, before) -> bool:
