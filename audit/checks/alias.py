@@ -18,7 +18,12 @@ def run(subject, case) -> None:
     leaves = subject.args(case)
     args = _arguments(entry, leaves)
     before = [(a.detach().clone(), a._version) if isinstance(a, torch.Tensor) else None for a in args]
-    result = subject.target.fn(*args)
+    try:
+        result = subject.target.fn(*args)
+    except RuntimeError as exc:
+        if LEAF_WRITE in str(exc):
+            _undeclared_write(subject, leaves)
+        raise
     outputs = outputs_of(result)
     if entry.kind == "op":
         _against_schema(entry, subject.target.obj, args, before)
@@ -26,6 +31,18 @@ def run(subject, case) -> None:
     _aliases(entry, args, outputs)
     _backward(subject, leaves, outputs)
     _gradient_memory(subject, case)
+
+
+#: autograd's refusal of an in-place Function on a leaf: a write forward marked dirty but mutates did not declare.
+LEAF_WRITE = "a leaf Variable that requires grad has been used in an in-place operation"
+
+
+def _undeclared_write(subject, leaves) -> None:
+    """Name the input written, found by calling again on copies of every tensor (as real code would)."""
+    args = [a.clone() if isinstance(a, torch.Tensor) else a for a in leaves]
+    before = [(a.detach().clone(), a._version) if isinstance(a, torch.Tensor) else None for a in args]
+    subject.target.fn(*args)
+    _mutations(subject.entry, args, before, kind=subject.entry.kind)
 
 
 def _arguments(entry, leaves) -> list:

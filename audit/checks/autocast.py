@@ -22,10 +22,10 @@ HINT = ("the backward ran outside autocast on low-precision tensors: decorate fo
 def run(subject, case) -> None:
     """float32 eager against the same call under autocast (forward inside, backward outside, as in training)."""
     low = LOW[subject.device]
-    reference = _run(subject.target.fn, subject.args(case, "float32"), subject.seed)
+    reference = _run(subject.evaluate, subject.args(case, "float32"), subject.seed)
     args = subject.args(case, "float32")
     with torch.autocast(device_type=subject.device, dtype=getattr(torch, low)):
-        outputs = outputs_of(subject.target.fn(*args))
+        outputs = outputs_of(subject.evaluate(*args))
         implied = _implied_dtypes(subject, case)
     for i, output in enumerate(outputs):
         allowed = {implied[i]} if implied else {torch.float32, getattr(torch, low)}
@@ -68,7 +68,7 @@ def _implied_dtypes(subject, case) -> list | None:
     if subject.target.reference is None:
         return None
     with torch.no_grad():
-        return [o.dtype for o in outputs_of(subject.target.reference(*subject.args(case, "float32")))]
+        return [o.dtype for o in outputs_of(subject.evaluate_reference(*subject.args(case, "float32")))]
 
 
 CHECK = Check(

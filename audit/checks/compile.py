@@ -22,9 +22,9 @@ def run(subject, case) -> None:
     if subject.state.get("sweep_failure"):
         raise Violation(subject.state["sweep_failure"])
     eager_args, compiled_args = subject.args(case), subject.args(case)
-    eager = _run(subject.fn, eager_args, subject.seed)
+    eager = _run(_outside(subject, subject.fn), eager_args, subject.seed)
     with dynamo.graph_breaks_explained():
-        got = _run(compiled.fn, compiled_args, subject.seed)
+        got = _run(_outside(subject, compiled.fn), compiled_args, subject.seed)
     tol = subject.tolerance()
     compare_all("compiled output", got[0], eager[0], tol)
     compare_all("compiled gradient of input", got[1], eager[1], tol)
@@ -36,6 +36,12 @@ def _run(fn, args, seed: int):
     return [o.detach() for o in outputs], gradients(outputs, args, seed)
 
 
+def _outside(subject, fn):
+    """``fn`` guarded outside the traced call: in-place inputs cloned, generators re-seeded; draws left as
+    torch makes them (a dispatch mode cannot be traced)."""
+    return subject.guard(fn, canonical=False)
+
+
 def _prepare(subject, case) -> dynamo.Compiled:
     """Compile afresh for this cell, then run a sweep of shapes to measure compile time and recompiles."""
     compiled = dynamo.compile_fresh(subject.fn, subject.options.compile_backend, fullgraph=fullgraph(subject.entry))
@@ -44,7 +50,7 @@ def _prepare(subject, case) -> dynamo.Compiled:
     with dynamo.graph_breaks_explained():
         for sizes, swept in sweep:
             compiled.note_shape(sizes)
-            _run(compiled.fn, subject.args(swept), subject.seed)
+            _run(_outside(subject, compiled.fn), subject.args(swept), subject.seed)
     subject.metrics.update({"backend": subject.options.compile_backend, "graphs": compiled.graphs,
                             "shapes": len(sweep), "compile_seconds": round(time.perf_counter() - start, 3),
                             "recompiles": len(compiled.recompiles), **compiled.graph_breaks()})

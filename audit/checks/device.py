@@ -10,7 +10,7 @@ from audit.checks.tensors import compare_all, vjp
 def run(subject, case) -> None:
     """Outputs and gradients on the input's device, equal to the CPU's within the dtype's tolerance."""
     args = subject.args(case)
-    outputs, grads = vjp(subject.target.fn, args, grad_inputs(args), subject.seed)
+    outputs, grads = vjp(subject.evaluate, args, grad_inputs(args), subject.seed)
     for label, tensors in (("output", outputs), ("gradient of input", grads)):
         for i, t in enumerate(tensors):
             if t.device.type != subject.device:
@@ -18,7 +18,7 @@ def run(subject, case) -> None:
     if subject.device == "cpu":
         return
     cpu_args = subject.args(case, device="cpu")
-    expected, expected_grads = vjp(subject.target.fn, cpu_args, grad_inputs(cpu_args), subject.seed)
+    expected, expected_grads = vjp(subject.evaluate, cpu_args, grad_inputs(cpu_args), subject.seed)
     tolerance = subject.tolerance()
     compare_all(f"output ({subject.device} vs cpu)", outputs, expected, tolerance)
     compare_all(f"gradient ({subject.device} vs cpu) of input", grads, expected_grads, tolerance)

@@ -17,14 +17,15 @@ def dtypes(entry) -> tuple[str, ...]:
 def run(subject, case) -> None:
     """Outputs and gradients in the input's dtype, close to float64 on the same (rounded) inputs."""
     args = subject.args(case)
-    outputs, grads = vjp(subject.target.fn, args, grad_inputs(args), subject.seed)
+    outputs, grads = vjp(subject.evaluate, args, grad_inputs(args), subject.seed)
     _dtypes("output", outputs, subject.dtype, floating_only=True)
     _dtypes("gradient of input", grads, subject.dtype)
     wide = [a.detach().double().requires_grad_(a.requires_grad) if _floating(a) else a for a in args]
-    baseline_fn = subject.target.reference if subject.dtype == "float64" and subject.target.reference else subject.target.fn
-    expected, expected_grads = vjp(baseline_fn, wide, grad_inputs(wide), subject.seed)
     tight = subject.dtype == "float64"
-    against = "the reference" if baseline_fn is not subject.target.fn else "float64"
+    referenced = tight and subject.target.reference is not None
+    baseline_fn = subject.evaluate_reference if referenced else subject.evaluate
+    expected, expected_grads = vjp(baseline_fn, wide, grad_inputs(wide), subject.seed)
+    against = "the reference" if referenced else "float64"
     try:
         compare_all("output", outputs, expected, subject.tolerance(tight=tight))
         compare_all("gradient of input", grads, expected_grads, subject.tolerance(tight=tight))

@@ -51,11 +51,12 @@ def run(subject, case) -> None:
     if isinstance(subject.state["programs"], str):
         raise Violation(subject.state["programs"])
     tensors = _tensors(subject.args(case))
-    with torch.no_grad():
-        expected = outputs_of(subject.target.fn(*_detached(subject.args(case))))
+    with torch.no_grad():  # both re-seeded outside the program: a stochastic entry draws eager's noise
+        expected = outputs_of(subject.guard(subject.target.fn, canonical=False)(*_detached(subject.args(case))))
     for mode, program in subject.state["programs"].items():
         try:
-            got = list(program(*tensors))
+            # Fresh copies for each program: an in-place entry's program writes its inputs.
+            got = list(subject.guard(program, clone=False, canonical=False)(*[t.clone() for t in tensors]))
         except Exception as exc:
             raise Violation(f"run ({mode}): the loaded program raised {type(exc).__name__}: {_first(exc)}") from None
         try:

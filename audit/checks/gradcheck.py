@@ -42,7 +42,8 @@ def _parameters(subject, args) -> None:
     fixed = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
 
     def fn(*params):
-        found = outputs_of(torch.func.functional_call(module, dict(zip(names, params)), tuple(fixed)))
+        with subject.stream():
+            found = outputs_of(torch.func.functional_call(module, dict(zip(names, params)), tuple(fixed)))
         floating = [o for o in found if o.is_floating_point()]
         return tuple(floating) if len(floating) != 1 else floating[0]
 
@@ -60,8 +61,8 @@ def _against_reference(subject, case, fn, inputs, eps: float) -> None:
     seed = subject.seed
     args = subject.args(case)
     ref_args = subject.args(case)
-    _, grads = vjp(subject.target.fn, args, grad_inputs(args), seed)
-    _, expected = vjp(subject.target.reference, ref_args, grad_inputs(ref_args), seed)
+    _, grads = vjp(subject.evaluate, args, grad_inputs(args), seed)
+    _, expected = vjp(subject.evaluate_reference, ref_args, grad_inputs(ref_args), seed)
     tolerance = subject.tolerance(tight=True)
     try:
         compare_all("gradient of input", grads, expected, tolerance)

@@ -12,10 +12,10 @@ from audit.checks.tensors import compare_all, differentiable, filled, grad_outpu
 def run(subject, case) -> None:
     """Drawn layouts for every input; then transposed, strided and expanded grad_outputs."""
     dense = subject.contiguous_args(case)
-    expected, expected_grads = vjp(subject.target.fn, dense, grad_inputs(dense), subject.seed)
+    expected, expected_grads = vjp(subject.evaluate, dense, grad_inputs(dense), subject.seed)
     args = subject.args(case)
     layouts = ", ".join(f"input {i} {case.layout(i)}" for i, a in enumerate(args) if isinstance(a, torch.Tensor))
-    outputs, grads = vjp(subject.target.fn, args, grad_inputs(args), subject.seed)
+    outputs, grads = vjp(subject.evaluate, args, grad_inputs(args), subject.seed)
     try:
         compare_all("output", outputs, expected, subject.tolerance())
         compare_all("gradient of input", grads, expected_grads, subject.tolerance())
@@ -28,7 +28,7 @@ def run(subject, case) -> None:
 def _grad_output_layout(subject, case, layout: str) -> None:
     args = subject.contiguous_args(case)
     inputs = grad_inputs(args)
-    outputs = differentiable(outputs_of(subject.target.fn(*args)))
+    outputs = differentiable(outputs_of(subject.evaluate(*args)))
     dense = grad_outputs(outputs, subject.seed)
     if layout == "expanded":  # stride 0: one value broadcast, as after a sum or a mean
         dense = [g.reshape(-1)[:1].expand(g.shape) if g.numel() and g.dim() else g for g in dense]  # 0-d: no strides

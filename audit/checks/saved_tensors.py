@@ -37,7 +37,7 @@ def _gradients(subject, case, target):
     args = [a.clone() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in leaves]
     floating = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
     inputs = [a for a in leaves if isinstance(a, torch.Tensor) and a.requires_grad]
-    outputs = differentiable(outputs_of(subject.target.fn(*args)))
+    outputs = differentiable(outputs_of(subject.guard(subject.target.fn, clone=False)(*args)))  # args are clones
     if not inputs or not outputs:
         return None
     try:

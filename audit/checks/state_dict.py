@@ -41,7 +41,7 @@ def run(subject, case) -> None:
 def _run(module, subject, case):
     args = subject.args(case)
     params = [p for p in module.parameters() if p.requires_grad]
-    outputs = outputs_of(module(*args))
+    outputs = outputs_of(subject.guard(module)(*args))
     grads = gradients(outputs, list(args) + params, subject.seed)
     inputs = sum(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
     return [o.detach() for o in outputs], grads[:inputs], grads[inputs:]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
 
+from audit.engine import randomness
 from audit.engine.options import RunOptions
 from audit.engine.target import Target
 from audit.inputs.case import Case, TensorArg
@@ -53,8 +56,52 @@ class Subject:
         return self.args(Case(case.dims, case.args), dtype)
 
     def call(self, args: list):
-        """The target on ``args``."""
-        return self.target.fn(*args)
+        """The target on ``args``, guarded (see :meth:`guard`)."""
+        return self.evaluate(*args)
+
+    def evaluate(self, *args):
+        """The target on ``args``, guarded (see :meth:`guard`): what every check calls."""
+        return self.guard(self.target.fn)(*args)
+
+    def evaluate_reference(self, *args):
+        """The reference on ``args``, guarded like the target, so that it draws the target's noise."""
+        return self.guard(self.target.reference)(*args)
+
+    def guard(self, fn: Callable, *, clone: bool = True, reseed: bool = True, canonical: bool = True) -> Callable:
+        """``fn`` called as real code calls it, from the same random stream at every evaluation.
+
+        ``clone``: each leaf tensor at a ``mutates`` position is replaced by a differentiable clone, so that an
+        in-place Function writes a non-leaf (as in a real graph) and gradients reach the audit's leaf
+        through CloneBackward. ``reseed`` and ``canonical``: see :meth:`stream`. saved_tensors turns
+        cloning off (it modifies its own clones); determinism turns reseeding off (two runs must draw
+        apart); compile and export turn canonical draws off (a dispatch mode does not trace). The alias
+        check calls the target unguarded: it clones by itself, to watch the write.
+        """
+        def guarded(*args):
+            with self.stream(reseed=reseed, canonical=canonical):
+                return fn(*(self.writable(args) if clone else args))
+
+        return guarded
+
+    def writable(self, args) -> list:
+        """``args`` with each leaf tensor at a ``mutates`` position replaced by its (differentiable) clone: the
+        audit's own tensors are never written; a tensor a check derived itself passes as it is."""
+        mutates = self.entry.mutates
+        return [a.clone() if i in mutates and isinstance(a, torch.Tensor) and a.is_leaf else a
+                for i, a in enumerate(args)]
+
+    @contextmanager
+    def stream(self, *, reseed: bool = True, canonical: bool = True):
+        """torch's global generators re-seeded to the cell's seed; for an entry that claims
+        ``supports.deterministic: false``, draws made the same in every dtype, layout and device
+        (:mod:`audit.engine.randomness`)."""
+        if reseed:
+            randomness.reseed(self.seed)
+        if not canonical or self.entry.supports.deterministic:
+            yield
+            return
+        with randomness.CanonicalDraws():
+            yield
 
     @property
     def fn(self):

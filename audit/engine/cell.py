@@ -38,7 +38,7 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
         return Outcome(key, HELD, "", found.examples, found.seconds, details=metrics)
     script = replay_script(entry, check, found.case, dtype=key.dtype, device=key.device, seed=options.seed,
                            message=found.message, base=str(Path(options.base).resolve()),
-                           tolerance=subject.tolerance(tight=True))
+                           tolerance=subject.tolerance(tight=True), rng_seed=seed)
     where = f"; on {found.case.describe()}" if found.case.args else ""
     return Outcome(key, VIOLATED, f"{found.message}{where}", found.examples,
                    found.seconds, found.case.to_json(), script, metrics)

@@ -20,8 +20,9 @@ import torch
 
 
 def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, seed: int,
-                  message: str, base: str, tolerance) -> str:
-    """The script's text; ``tolerance`` is the comparison the check used (atol, rtol)."""
+                  message: str, base: str, tolerance, rng_seed: int = 0) -> str:
+    """The script's text; ``tolerance`` is the comparison the check used (atol, rtol), ``rng_seed`` the
+    cell's seed, to which a stochastic entry's generators are reset before each call, as in the audit."""
     lines = [HEADER.format(name=entry.name, check=check.name, dtype=dtype, device=device, seed=seed,
                            message=_comment(message), owners=", ".join(entry.owners), base=base)]
     lines += [f"import {module}" for module in entry.load]
@@ -31,6 +32,7 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append(f"atol, rtol = {tolerance.atol!r}, {tolerance.rtol!r}")
     if entry.kind == "module":
         lines.append("fn = fn.to(dtype=dtype, device=device)")
+    lines += _guard(entry, rng_seed)
     if entry.kind == "model":
         lines.append(MODEL_REPLAY.format(batch=entry.training.batch, batches=entry.training.batches))
         return "\n".join(lines) + "\n"
@@ -86,6 +88,21 @@ for seed in range({batches}):
     norms = [p.grad.norm().item() for p in model.parameters() if p.grad is not None]
     print("batch seed", seed, "loss", loss.item(), "gradient norms", norms)
 '''
+
+
+def _guard(entry: Entry, rng_seed: int) -> list[str]:
+    """The target as the audit calls it (Subject.guard): a leaf at a mutates position cloned, and for a
+    stochastic entry torch's generator reset first (the audit also makes each draw in float64 on the CPU:
+    not replayed here, so a float64 contiguous CPU case replays exactly)."""
+    body = []
+    if entry.mutates:
+        body.append(f"    args = [a.clone() if i in {list(entry.mutates)!r} and torch.is_tensor(a) and a.is_leaf "
+                    "else a for i, a in enumerate(args)]")
+    if not entry.supports.deterministic:
+        body.append(f"    torch.manual_seed({rng_seed})")
+    if not body:
+        return []
+    return ["_target = fn", "def fn(*args):  # as the audit calls the target", *body, "    return _target(*args)"]
 
 
 def _target_line(name: str, target: str, kind: str) -> str:
