@@ -13,13 +13,15 @@ from audit.errors import OutputError, UsageError
 def exclusive(folder: Path):
     """Hold an exclusive lock on ``folder`` (created if absent) while the block runs; refuse at once when
     another process holds it. The lock is the folder's own (``flock`` on its descriptor): nothing is
-    left behind, and a killed run releases it with its process. Where ``flock`` is absent (Windows),
+    left behind (a folder this call made and nothing filled is removed again), and a killed run releases
+    it with its process. Where ``flock`` is absent (Windows),
     no lock is taken."""
     try:
         import fcntl
     except ImportError:
         yield
         return
+    created = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(folder, os.O_RDONLY)
@@ -34,3 +36,5 @@ def exclusive(folder: Path):
         yield
     finally:
         os.close(fd)
+        if created and not any(folder.iterdir()):  # refused or failed before writing: leave no trace
+            folder.rmdir()

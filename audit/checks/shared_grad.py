@@ -20,6 +20,9 @@ MIN_BATCH = 2
 def run(subject, case) -> None:
     """The batch against each sample alone: outputs, batched inputs' gradients, shared inputs' sums."""
     entry, size = subject.entry, dict(case.dims)[subject.entry.batch]
+    if not entry.supports.deterministic:
+        raise NotApplicable("a stochastic entry (supports.deterministic: false) draws other noise for one sample "
+                            "than for the whole batch: samples cannot be compared one by one")
     if size < MIN_BATCH:
         raise NotApplicable(f"the batch dim {entry.batch} ranges below {MIN_BATCH}: one sample shows nothing")
     axes = _batch_axes(entry)
