@@ -31,11 +31,14 @@ class Kink:
     left: float
     right: float
     central: float
+    kind: str = "kink"  # kink (slopes differ), jump (values leap: no continuity), edge (undefined beside)
 
     def describe(self) -> str:
-        """One line: where, and the disagreeing slopes."""
-        return (f"input {self.input} at index {list(self.index)}: one-sided slopes {self.left:.6g} (left) and "
-                f"{self.right:.6g} (right), central {self.central:.6g}")
+        """One line: where, what, and the disagreeing slopes."""
+        what = {"kink": "a kink", "jump": "a jump (the value itself is not continuous: not unique there)",
+                "edge": "an edge of the domain"}[self.kind]
+        return (f"{what} along input {self.input} at index {list(self.index)}: one-sided slopes {self.left:.6g} "
+                f"(left) and {self.right:.6g} (right), central {self.central:.6g}")
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,9 @@ class Probe:
 
     @property
     def not_differentiable(self) -> bool:
-        """Every mismatch lies where the function has no derivative: no wrong gradient was shown."""
-        return bool(self.kinks) and not self.smooth and not self.unprobed
+        """The function has no derivative at the point (along some coordinate where a gradient failed):
+        differentiability is a property of the point, so no gradient there is wrong."""
+        return bool(self.kinks)
 
 
 def probe_jacobian(fn, inputs, eps: float, atol: float, rtol: float) -> Probe:
@@ -93,7 +97,29 @@ def kink_at(fn, inputs, i: int, flat: int, eps: float, atol: float, rtol: float)
     if not len(bad):
         return None
     k = int(bad[0])
-    return Kink(i, _unravel(flat, inputs[i].shape), float(left[k]), float(right[k]), float(central[k]))
+    leap = _leap(at, eps)
+    kind = "edge" if undefined[k] else "jump" if leap[k] else "kink"
+    return Kink(i, _unravel(flat, inputs[i].shape), float(left[k]), float(right[k]), float(central[k]), kind)
+
+
+def _leap(at: dict, eps: float) -> torch.Tensor:
+    """Where the value does not approach f(x) as the step shrinks (on either side): a discontinuity."""
+    f0, leaps = at[0.0], []
+    for side in (1, -1):
+        far, near = (at[side * eps] - f0).abs(), (at[side * eps / SHRINK] - f0).abs()
+        leaps.append((near > far / 2) & (near > 1e-6 * (1 + f0.abs())))
+    return leaps[0] | leaps[1]
+
+
+def singular_point(fn, inputs, eps: float, atol: float, rtol: float, kinds=("kink", "jump", "edge")) -> Kink | None:
+    """The first input coordinate (of at most MAX_PROBES) along which ``fn`` has a singularity of one of
+    ``kinds`` at ``inputs``, or None: for comparisons that cannot say which coordinate failed."""
+    for i, x in enumerate(inputs):
+        for flat in range(min(x.numel(), MAX_PROBES)):
+            kink = kink_at(fn, inputs, i, flat, eps, atol, rtol)
+            if kink is not None and kink.kind in kinds:
+                return kink
+    return None
 
 
 def _values(fn, base, i: int, flat: int, h: float) -> torch.Tensor:
@@ -122,13 +148,26 @@ def excused(subject, check: str, case, fn, inputs, eps: float, columns=None) -> 
     return probe.not_differentiable
 
 
+def excused_anywhere(subject, check: str, case, fn, inputs, *, values: bool = False) -> bool:
+    """True (and noted) when ``fn`` is singular at ``case`` along some input coordinate: any singularity
+    for a gradient comparison, a jump (a value that is not unique there) for a value comparison."""
+    from audit.checks.jacobian import _EPS
+
+    kinds = ("jump",) if values else ("kink", "jump", "edge")
+    leaves = [x.detach() for x in inputs]
+    kink = singular_point(fn, leaves, _EPS[subject.dtype], *gradcheck_tolerance(subject), kinds=kinds)
+    if kink is not None:
+        note(subject, check, case, Probe((kink,)))
+    return kink is not None
+
+
 def note(subject, check: str, case, probe: Probe) -> None:
-    """Record in the cell's metrics that a failure at a non-differentiable point was not counted."""
+    """Record in the cell's metrics that a failure at a singular point was not counted."""
     seen = subject.metrics.setdefault("non_smooth", {"examples": 0})
     seen["examples"] += 1
-    seen.setdefault("first", f"{check} disagreed with finite differences on {case.describe()}, where the "
-                             f"function has no derivative: {probe.kinks[0].describe()}; not counted as a "
-                             "failure (declare kinks or narrow domain to keep draws away from such points)")
+    seen.setdefault("first", f"{check} disagreed on {case.describe()}, where the function has no derivative: "
+                             f"{probe.kinks[0].describe()}; not counted as a failure (declare kinks or narrow "
+                             "domain to keep draws away from such points)")
 
 
 def backward_of(fn, cotangent_seed: int):

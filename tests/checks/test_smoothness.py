@@ -52,3 +52,27 @@ def test_a_wrong_second_derivative_still_fails(tmp_path):
     spec = {**VECTOR, "supports": {"double_backward": True}}
     found = observe(entry(tmp_path, target=f"{S}:WrongSecondDerivative", **spec), "gradgradcheck")
     assert found.verdict == VIOLATED
+
+
+PAIR = {"inputs": [{"shape": ["B", 2]}], "dims": {"B": [1, 3]}, "reference": f"{S}:hinge_reference"}
+
+
+@pytest.mark.parametrize("check, dtype", [("dtype", "float64"), ("dtype", "float32"), ("gradcheck", "float64")])
+def test_a_tie_between_entries_is_no_wrong_gradient(tmp_path, check, dtype):
+    found = observe(entry(tmp_path, target=f"{S}:HingeDiff", **PAIR), check, dtype)
+    assert found.verdict == HELD, found.message
+
+
+def test_vmap_jacobians_at_a_tie_are_no_wrong_gradient(tmp_path):
+    spec = {**PAIR, "supports": {"vmap": True}}
+    found = observe(entry(tmp_path, target=f"{S}:HingeDiff", **spec), "vmap")
+    assert found.verdict == HELD, found.message
+
+
+def test_a_value_that_jumps_is_not_compared_where_it_is_not_unique(tmp_path):
+    spec = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 3]}, "reference": f"{S}:direction_reference"}
+    found = observe(entry(tmp_path, target=f"{S}:Direction", **spec), "forward")
+    assert found.verdict == HELD, found.message
+    assert "a jump" in found.details["non_smooth"]["first"]
+    wrong = observe(entry(tmp_path, target=f"{S}:DirectionWrongAway", **spec), "forward")
+    assert wrong.verdict == VIOLATED and any(v != 0 for v in wrong.case["args"][0]["values"])
