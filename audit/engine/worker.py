@@ -6,6 +6,7 @@ blow-up here is the parent's to notice; the worker only reports what it starts a
 
 from __future__ import annotations
 
+import importlib
 import platform
 import resource
 import sys
@@ -16,12 +17,20 @@ from pathlib import Path
 from audit.engine.channel import connect
 
 
+#: What the first cell would otherwise import: the audit's cell runner (Hypothesis) and what torch imports on
+#: the first ``torch.autograd.grad`` call (sympy, through symbolic_shapes: over a second). Imported at start-up,
+#: which has a generous budget of its own, not in the first cell, whose budget is ``--timeout``.
+PRELOAD = ("audit.engine.cell", "torch.fx.experimental.symbolic_shapes")
+
+
 def main(argv: list[str]) -> int:
     """Serve jobs until the parent says stop or closes the pipe."""
     inbox, outbox = connect(argv)
     import torch
 
     torch.set_num_threads(1)
+    for module in PRELOAD:
+        importlib.import_module(module)
     _cap_memory(int(argv[2]))
     outbox.send(("ready", environment()))
     while True:
