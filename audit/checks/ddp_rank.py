@@ -33,6 +33,7 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=timeout))
+    outbox.send({"ok": True})  # joined: the parent's start-up wait is over
     loaded: dict[str, tuple] = {}
     while True:
         try:

@@ -2,8 +2,9 @@
 gradients of a batch split across ranks equal one process's gradients on the whole batch.
 
 One pair of ranks starts with the first distributed cell of a worker and serves every later cell and
-example (each cell's entry is loaded in the ranks on first use): starting them costs about 2 s, an
-example a few milliseconds. A rank that errors, dies or does not answer within the timeout fails the
+example (each cell's entry is loaded in the ranks on first use): starting them costs about 2 s (start-up
+work, timed on the worker's start-up budget rather than the check's ``--timeout``), an example a few
+milliseconds. A rank that errors, dies or does not answer within the timeout fails the
 example and both ranks are ended (a fresh pair serves what comes next); at the end of the worker's life
 the ranks end with it.
 """
@@ -26,9 +27,10 @@ from audit.checks import ddp
 from audit.checks.interface import Check, NotApplicable, Violation
 from audit.checks.tensors import mismatch
 from audit.engine.channel import spawn, tail
+from audit.engine.startup import starting
 
 WORLD = 2
-#: Seconds a rank may take to start (import torch, load the entry, join the group) and to answer.
+#: Seconds a rank may take to start (import torch, join the group), and to answer (loading an entry on first use).
 START_TIMEOUT = 120.0
 ANSWER_TIMEOUT = 60.0
 
@@ -45,8 +47,12 @@ class Ranks:
         self.children = [spawn("audit.checks.ddp_rank", [str(rank), str(WORLD), str(self.folder / "init"),
                                                          str(ANSWER_TIMEOUT)], env=env, log=log)
                          for rank, log in enumerate(self.logs)]
-        self.started = False
         self.specs: dict[tuple, str] = {}
+
+    def join(self) -> None:
+        """Wait until every rank has joined the process group (start-up: not on the check's clock)."""
+        with starting("starting the distributed ranks"):
+            self._read_all(START_TIMEOUT, "join the process group")
 
     def spec(self, subject) -> str:
         """The file the ranks load this cell's entry from (written once per cell)."""
@@ -69,12 +75,9 @@ class Ranks:
                 child.outbox.send(request)
             except OSError:
                 raise Violation(f"rank {rank} died (exit code {child.process.wait()}){self._log(rank)}") from None
-        timeout = ANSWER_TIMEOUT + (0 if self.started else START_TIMEOUT)
-        answers = self._read_all(timeout)
-        self.started = True
-        return answers
+        return self._read_all(ANSWER_TIMEOUT, "answer")
 
-    def _read_all(self, timeout: float) -> list[dict]:
+    def _read_all(self, timeout: float, doing: str) -> list[dict]:
         answers: dict[int, dict] = {}
         deadline = time.monotonic() + timeout
         while len(answers) < WORLD:
@@ -82,7 +85,7 @@ class Ranks:
             ready = wait(list(waiting), timeout=max(0.0, deadline - time.monotonic()))
             if not ready:
                 missing = min(waiting.values())
-                raise Violation(f"rank {missing} did not answer within {timeout:.0f} s: a hang in a "
+                raise Violation(f"rank {missing} did not {doing} within {timeout:.0f} s: a hang in a "
                                 f"collective or in the entry{self._log(missing)}")
             for inbox in ready:
                 rank = waiting[inbox]
@@ -132,6 +135,7 @@ def shared_ranks() -> Ranks:
             ranks.close()
         ranks = _SHARED["ranks"] = Ranks()
         atexit.register(close_ranks)
+        ranks.join()
     return ranks
 
 
@@ -158,9 +162,9 @@ def run(subject, case) -> None:
         raise NotApplicable("no input requires a gradient: nothing for DistributedDataParallel to synchronise")
     reference(*ddp.data(args, axes)).backward()
     expected = ddp.gradients(reference)
-    ranks = shared_ranks()
     subject.metrics["world"] = WORLD
     try:
+        ranks = shared_ranks()
         answers = ranks.ask({"spec": ranks.spec(subject), "case": case.to_json(), "dim": dim})
     except Violation:
         close_ranks()  # a fresh pair serves the next example

@@ -67,10 +67,25 @@ class Assignment:
     deadline: float = math.inf
     example: str = ""
     restarts: int = 0
+    starting: str = ""
+    paused: tuple = ()
 
     def expect(self, current, budget: float) -> None:
         """From now on ``current`` runs (a cell's key; LOADING; None between cells), for at most ``budget`` s."""
         self.current, self.budget, self.deadline, self.example = current, budget, time.monotonic() + budget, ""
+        self.starting, self.paused = "", ()
+
+    def start_up(self, what: str, budget: float) -> None:
+        """The running cell does start-up work (``what``) for at most ``budget`` s, its own clock stopped;
+        an empty ``what``: the work is done and the cell's clock goes on."""
+        now = time.monotonic()
+        if what and not self.paused:
+            self.paused = (self.budget, self.deadline - now)
+            self.budget, self.deadline = budget, now + budget
+        elif not what and self.paused:
+            self.budget, self.deadline = self.paused[0], now + self.paused[1]
+            self.paused = ()
+        self.starting = what
 
 
 def prestart(options: RunOptions, count: int) -> list[Worker]:
@@ -141,6 +156,9 @@ def _serve(worker: Worker, assignment, ready, options: RunOptions, on_message, e
 
 def _budget_note(assignment: Assignment, options: RunOptions) -> str:
     """Which budget ran out, when it is not ``--timeout`` for a claimed check."""
+    if assignment.starting:
+        return (f"; this is the start-up budget for {assignment.starting} (the longer of "
+                f"{options.startup_timeout:g} s and --timeout), not the check's")
     if assignment.current in (LOADING, None):
         return (f"; this is the start-up budget (the worker importing torch, then the target: the longer of "
                 f"{options.startup_timeout:g} s and --timeout); --timeout counts from the start of each check")
@@ -160,6 +178,8 @@ def _receive(assignment: Assignment, message, options: RunOptions, on_message, e
         assignment.expect(message[1], options.cell_budget(assignment.job["claimed"][message[1]]))
     elif kind == "example":
         assignment.example = message[1]
+    elif kind == "start-up":
+        assignment.start_up(message[1], options.startup_budget)
     elif kind == "outcome":
         _record(assignment, message[1], on_message)
         assignment.expect(None, options.startup_budget)  # until the next cell starts: the worker's own time

@@ -15,6 +15,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from audit.engine.channel import connect
+from audit.engine.startup import report_to
 
 
 #: What the first cell would otherwise import: the audit's cell runner (Hypothesis) and what torch imports on
@@ -32,6 +33,7 @@ def main(argv: list[str]) -> int:
     for module in PRELOAD:
         importlib.import_module(module)
     _cap_memory(int(argv[2]))
+    report_to(outbox.send)
     outbox.send(("ready", environment()))
     while True:
         try:

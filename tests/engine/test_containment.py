@@ -80,3 +80,45 @@ def test_an_unclaimed_probe_that_hangs_has_a_short_budget_and_does_not_gate(writ
     message = by_dtype["float16"]["message"]
     assert "timed out after 2 s during dtype (float16, cpu)" in message and "unclaimed probe" in message
     assert result.exit_code == 0, result.output
+
+
+LOCAL_CHECKS = '''\
+import time
+
+from audit.checks.interface import Check
+from audit.engine.startup import starting
+
+
+def warm(subject, case):
+    if not subject.state:
+        with starting("warming a cache"):
+            time.sleep(4)
+        subject.state["warm"] = True
+
+
+def warm_then_hang(subject, case):
+    with starting("warming a cache"):
+        time.sleep(0.1)
+    while True:
+        time.sleep(0.05)
+
+
+CHECK = Check(name="{name}", contract="start-up work, then the check", run={name})
+'''
+
+
+def test_start_up_work_inside_a_check_is_not_on_the_checks_clock(write_registry, tmp_path):
+    """Start-up work in a cell (the distributed check starting its ranks) is timed on the start-up budget:
+    4 s of it pass under --timeout 2; the check's own clock then goes on, and a hang is still caught."""
+    (tmp_path / "checks").mkdir()
+    for name in ("warm", "warm_then_hang"):
+        (tmp_path / "checks" / f"{name}.py").write_text(LOCAL_CHECKS.replace("{name}", name))
+    registry = write_registry([{**_entry("cube", "tests.fixtures.broken:Cube"), "checks": ["warm", "warm_then_hang"]}],
+                              defaults={"owner": "@t", "supports": {"dtypes": ["float64"], "devices": ["cpu"]}})
+    result, cells = _run(registry, tmp_path / "out", "--check", "warm", "--check", "warm_then_hang",
+                         "--timeout", "2", "--examples", "2")
+    by_check = {c["check"]: c for c in cells["cube"]}
+    assert by_check["warm"]["status"] == "pass", by_check["warm"]["message"]
+    hang = by_check["warm_then_hang"]
+    assert hang["status"] == "error" and hang["message"].startswith("timed out after 2 s during warm_then_hang")
+    assert "start-up" not in hang["message"] and result.exit_code == 1
