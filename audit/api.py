@@ -37,8 +37,8 @@ class AuditResult:
 
     @property
     def failures(self) -> tuple:
-        """Cells that fail the gate (``fail`` and ``error``)."""
-        return tuple(c for c in self.cells if c.status.gates(strict=False) and not c.expected)
+        """Cells that fail the gate (claimed ``fail`` and ``error``)."""
+        return tuple(c for c in self.cells if c.gates(strict=False))
 
     @property
     def ok(self) -> bool:

@@ -27,6 +27,14 @@ class Cell:
     metrics: dict = field(default_factory=dict)
     script: str | None = field(default=None, compare=False, repr=False)
 
+    def gates(self, strict: bool) -> bool:
+        """Whether this cell fails the gate. Only claims gate: an unclaimed cell (a dtype probe, a property
+        not claimed) is information whatever its status, ``error`` included; under ``--strict`` its ``xpass``
+        still gates, since it says the claim could be raised. An expected skip never gates."""
+        if self.expected or not self.status.gates(strict):
+            return False
+        return self.claimed or self.status is Status.XPASS
+
     def to_json(self) -> dict:
         """The contract's cell object (``case``, ``expected`` and ``metrics`` only when set)."""
         data = {"check": self.check, "dtype": self.dtype, "device": self.device, "status": self.status.value,
@@ -44,7 +52,7 @@ class Cell:
     def from_json(data: dict) -> "Cell":
         """The inverse of :meth:`to_json`."""
         return Cell(check=data["check"], dtype=data["dtype"], device=data["device"],
-                    status=Status(data["status"]), claimed=data["claimed"], examples=data.get("examples", 0),
+                    status=Status(data["status"]), claimed=data.get("claimed", True), examples=data.get("examples", 0),
                     seconds=data.get("seconds", 0.0), message=data.get("message", ""),
                     repro=data.get("repro", ""), case=data.get("case"), expected=data.get("expected", False),
                     metrics=data.get("metrics", {}))

@@ -44,8 +44,8 @@ def cli(ctx) -> None:
     """Prove custom autograd code in PyTorch is correct.
 
     Settings may live in pyproject.toml under [tool.autograd-audit] (registry, out, profile, jobs,
-    examples, seed, devices, compile_backend, timeout, max_memory, strict, cache, cache_dir, cache_size,
-    progress), found from any folder below it; options given here win.
+    examples, seed, devices, compile_backend, timeout, unclaimed_timeout, max_memory, strict, cache, cache_dir,
+    cache_size, progress), found from any folder below it; options given here win.
     """
     from pathlib import Path
 
@@ -71,7 +71,11 @@ def cli(ctx) -> None:
 @click.option("--seed", default=0, show_default=True, type=int, help="The run's seed; recorded in the matrix.")
 @click.option("-j", "--jobs", default=1, show_default=True, type=click.IntRange(1), help="Worker processes.")
 @click.option("--timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
-              help="Seconds per check before the worker is killed.")
+              help="Seconds per check before the worker is killed (a worker's start-up, importing torch and "
+                   "the target, has its own budget: the longer of 120 s and this).")
+@click.option("--unclaimed-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds per unclaimed cell (never more than --timeout): it cannot fail the gate, so a probe "
+                   "that hangs is not waited for as long as a claimed check.")
 @click.option("--max-memory", default="8G", show_default=True, help="Memory cap per worker (e.g. 512M, 4G; 0: none).")
 @COMPILE_BACKEND
 @click.option("--strict", is_flag=True, help="skip and xpass cells fail the gate too.")

@@ -20,6 +20,7 @@ KEYS = {
     "devices": (("run",), False),
     "compile_backend": (("run", "repro"), False),
     "timeout": (("run",), False),
+    "unclaimed_timeout": (("run",), False),
     "max_memory": (("run",), False),
     "strict": (("run", "merge"), False),
     "cache": (("run",), False),

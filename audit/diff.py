@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from audit.cells import Cell
 from audit.contract import MATRIX_SCHEMA
 from audit.errors import UsageError
 
@@ -89,11 +90,14 @@ class Diff:
         }
 
 
-def classify(old: str, new: str) -> str | None:
-    """The class of a status change (None: unchanged and not failing)."""
-    if new in GATING:
-        return "still_failing" if old in GATING else "regression"
-    if old in GATING:
+def classify(old: str, new: str, old_gates: bool | None = None, new_gates: bool | None = None) -> str | None:
+    """The class of a status change (None: unchanged and not failing). Whether each cell gates defaults to
+    its status being fail or error; :func:`diff` passes it from the claim (an unclaimed cell never gates)."""
+    old_gates = old in GATING if old_gates is None else old_gates
+    new_gates = new in GATING if new_gates is None else new_gates
+    if new_gates:
+        return "still_failing" if old_gates else "regression"
+    if old_gates:
         return "fix"
     if old == new:
         return None
@@ -124,7 +128,8 @@ def diff(old: dict, new: dict) -> Diff:
         cells_removed += [_label(name, key) for key in old_cells if key not in new_cells]
         for key, cell in new_cells.items():
             if key in old_cells:
-                kind = classify(old_cells[key]["status"], cell["status"])
+                old_cell = old_cells[key]
+                kind = classify(old_cell["status"], cell["status"], _gates(old_cell), _gates(cell))
                 if kind:
                     changes.append(CellChange(name, tuple(entry.get("owner", ())), *key, old_cells[key]["status"],
                                               cell["status"], kind, cell.get("message", ""), cell.get("repro", "")))
@@ -145,6 +150,10 @@ def check_matrix(data, path: str) -> dict:
         raise UsageError(f"{path}: not an autograd-audit matrix (expected \"schema\": \"{MATRIX_SCHEMA}\" and "
                          "an \"entries\" list)")
     return data
+
+
+def _gates(cell: dict) -> bool:
+    return Cell.from_json(cell).gates(strict=False)
 
 
 def _cells(entry: dict) -> dict:

@@ -69,3 +69,21 @@ def test_unclaimed_xpass_says_how_to_claim():
 ])
 def test_gate(status, strict, gates):
     assert status.gates(strict) is gates
+
+
+@pytest.mark.parametrize("verdict, strict, gates", [
+    (ERRORED, False, False), (ERRORED, True, False), (VIOLATED, True, False), (SKIPPED, True, False),
+    (HELD, False, False), (HELD, True, True),
+])
+def test_an_unclaimed_cell_never_gates_except_xpass_under_strict(verdict, strict, gates):
+    """A probe that crashes or hangs (error) is recorded, not gated; --strict still asks to raise a claim."""
+    from audit.matrix import gating
+
+    cell = _judge(verdict, False)
+    assert bool(gating([cell], strict=strict)) is gates
+
+
+def test_a_claimed_error_still_gates():
+    from audit.matrix import gating
+
+    assert gating([_judge(ERRORED, True)], strict=False)

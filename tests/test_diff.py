@@ -92,3 +92,14 @@ def test_diff_refuses_what_is_not_a_matrix(tmp_path, content, words):
         bad.write_text(content)
     result = CliRunner().invoke(cli, ["diff", str(good), str(bad)])
     assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
+
+
+def test_an_unclaimed_error_is_not_a_regression():
+    """An unclaimed probe that hangs in the new run is reported, but does not fail ``audit diff``."""
+    old = matrix({("cube", "dtype"): "xpass", ("sq", "dtype"): "pass"})
+    new = matrix({("cube", "dtype"): "error", ("sq", "dtype"): "error"})
+    for entry in new["entries"]:
+        entry["cells"][0]["claimed"] = entry["name"] == "sq"
+    d = diff(old, new)
+    assert [c.where for c in d.of("regression")] == ["sq dtype (float64, cpu)"]
+    assert [c.where for c in d.of("other")] == ["cube dtype (float64, cpu)"]

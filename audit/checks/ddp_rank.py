@@ -1,64 +1,97 @@
-"""One rank of the distributed check: ``python -m audit.checks.ddp_rank RANK WORLD INIT_FILE``.
+"""One rank of the distributed check: ``python -m audit.checks.ddp_rank READ_FD WRITE_FD RANK WORLD INIT_FILE
+TIMEOUT``.
 
-Joins a gloo process group on the loopback interface once, then answers one JSON request per line on
-stdin (the pickled cell to load, a case, the batch dim) with one JSON line on stdout: its gradients under
-DistributedDataParallel, or the error. Targets are loaded on first use and kept, so one pair of ranks
-serves every cell of a worker. Dies with its parent (Linux), and ends at end of input.
+Joins a gloo process group on the loopback interface once, then answers each request on its pipe (the
+pickled cell to load, a case, the batch dim) with its gradients under DistributedDataParallel, or the
+error. The pipes are the protocol's own (see :mod:`audit.engine.channel`): what a target prints goes to
+the rank's log. Targets are loaded on first use and kept, so one pair of ranks serves every cell of a
+worker; global torch state a request changes is put back after it, as in the worker. Dies with its
+parent (Linux), and ends when the parent closes the pipe.
 """
 
 from __future__ import annotations
 
 import ctypes
 import datetime
-import json
 import pickle
 import signal
 import sys
 import traceback
 from pathlib import Path
 
+from audit.engine.channel import connect
+
 
 def main(argv: list[str]) -> int:
-    rank, world, init_file = int(argv[0]), int(argv[1]), argv[2]
+    """Join the group, then serve requests until the parent closes the pipe."""
+    inbox, outbox = connect(argv)
+    rank, world, init_file, timeout = int(argv[2]), int(argv[3]), argv[4], float(argv[5])
     _die_with_parent()
     import torch
     import torch.distributed as dist
 
-    from audit.checks import ddp
-    from audit.checks.subject import Subject
-    from audit.engine.target import resolve
-    from audit.inputs.case import Case
-
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=float(argv[3])))
-    subjects: dict[str, object] = {}
-    for line in sys.stdin:
-        request = json.loads(line)
+                            timeout=datetime.timedelta(seconds=timeout))
+    outbox.send({"ok": True})  # joined: the parent's start-up wait is over
+    loaded: dict[str, tuple] = {}
+    while True:
         try:
-            if request["spec"] not in subjects:
-                with open(request["spec"], "rb") as handle:
-                    job = pickle.load(handle)
-                target = resolve(job["entry"], Path(job["base"]))
-                subjects[request["spec"]] = Subject(job["entry"], target, job["dtype"], "cpu", job["seed"])
-            subject = subjects[request["spec"]]
-            entry, target = subject.entry, subject.target
-            case = Case.from_json(request["case"])
-            args = subject.args(case)
-            axes = ddp.batched_axes(entry, request["dim"])
-            module = torch.nn.parallel.DistributedDataParallel(ddp.Harness(target.fn, args, axes),
-                                                               find_unused_parameters=True)
-            loss = module(*ddp.data(args, axes, rank, world))
-            loss.backward()
-            grads = {name: (torch.tensor(g) * world).tolist() for name, g in ddp.gradients(module.module).items()}
-            answer = {"ok": True, "grads": grads}
-        except Exception as exc:  # the target's fault, reported to the check with where it happened
-            frames = traceback.extract_tb(exc.__traceback__)
-            where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-            answer = {"ok": False, "error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}{where}"}
-        print(json.dumps(answer), flush=True)
+            request = inbox.recv()
+        except EOFError:
+            break
+        outbox.send(_answer(request, loaded, rank, world))
     dist.destroy_process_group()
     return 0
+
+
+def _answer(request: dict, loaded: dict, rank: int, world: int) -> dict:
+    """This rank's gradients for ``request``, or the error, with where it happened."""
+    from audit.engine.isolation import isolated
+
+    try:
+        subject, state = _subject(request["spec"], loaded)
+        with isolated(state):
+            return {"ok": True, "grads": _gradients(subject, request, rank, world)}
+    except Exception as exc:  # the target's fault, reported to the check with where it happened
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return {"ok": False, "error": f"{type(exc).__name__}: {first}{where}"}
+
+
+def _subject(spec: str, loaded: dict):
+    """The cell's subject, loaded on first use, and the global state its import left (its cells run with it,
+    as in the worker; other entries do not)."""
+    from audit.checks.subject import Subject
+    from audit.engine.isolation import GlobalState, isolated
+    from audit.engine.target import resolve
+
+    if spec not in loaded:
+        with open(spec, "rb") as handle:
+            job = pickle.load(handle)
+        with isolated():
+            target = resolve(job["entry"], Path(job["base"]))
+            state = GlobalState.capture()
+        loaded[spec] = (Subject(job["entry"], target, job["dtype"], "cpu", job["seed"]), state)
+    return loaded[spec]
+
+
+def _gradients(subject, request: dict, rank: int, world: int) -> dict[str, list]:
+    """Each parameter's gradient under DistributedDataParallel on this rank's share of the batch, scaled by
+    ``world`` (DDP averages; the check compares sums)."""
+    import torch
+
+    from audit.checks import ddp
+    from audit.inputs.case import Case
+
+    args = subject.args(Case.from_json(request["case"]))
+    axes = ddp.batched_axes(subject.entry, request["dim"])
+    module = torch.nn.parallel.DistributedDataParallel(ddp.Harness(subject.target.fn, args, axes),
+                                                       find_unused_parameters=True)
+    module(*ddp.data(args, axes, rank, world)).backward()
+    return {name: (torch.tensor(g, dtype=torch.float64) * world).tolist()
+            for name, g in ddp.gradients(module.module).items()}
 
 
 def _die_with_parent() -> None:

@@ -2,8 +2,9 @@
 gradients of a batch split across ranks equal one process's gradients on the whole batch.
 
 One pair of ranks starts with the first distributed cell of a worker and serves every later cell and
-example (each cell's entry is loaded in the ranks on first use): starting them costs about 2 s, an
-example a few milliseconds. A rank that errors, dies or does not answer within the timeout fails the
+example (each cell's entry is loaded in the ranks on first use): starting them costs about 2 s (start-up
+work, timed on the worker's start-up budget rather than the check's ``--timeout``), an example a few
+milliseconds. A rank that errors, dies or does not answer within the timeout fails the
 example and both ranks are ended (a fresh pair serves what comes next); at the end of the worker's life
 the ranks end with it.
 """
@@ -11,15 +12,13 @@ the ranks end with it.
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import pickle
-import selectors
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
+from multiprocessing.connection import wait
 from pathlib import Path
 
 import torch
@@ -27,25 +26,33 @@ import torch
 from audit.checks import ddp
 from audit.checks.interface import Check, NotApplicable, Violation
 from audit.checks.tensors import mismatch
+from audit.engine.channel import spawn, tail
+from audit.engine.startup import starting
 
 WORLD = 2
-#: Seconds a rank may take to start (import torch, load the entry, join the group) and to answer.
+#: Seconds a rank may take to start (import torch, join the group), and to answer (loading an entry on first use).
 START_TIMEOUT = 120.0
 ANSWER_TIMEOUT = 60.0
 
 
 class Ranks:
-    """A pair of rank processes; ``close()`` ends them."""
+    """A pair of rank processes, each with its own pipes (never stdout: see :mod:`audit.engine.channel`);
+    ``close()`` ends them."""
 
     def __init__(self):
         self.folder = Path(tempfile.mkdtemp(prefix="audit-ddp-"))
         env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
-        self.processes = [subprocess.Popen(
-            [sys.executable, "-m", "audit.checks.ddp_rank", str(rank), str(WORLD), str(self.folder / "init"),
-             str(ANSWER_TIMEOUT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=open(self.folder / f"rank{rank}.log", "w"), text=True, env=env) for rank in range(WORLD)]
-        self.started = False
+        # Append mode: the ranks write at the end even after this process reads the tail.
+        self.logs = [open(self.folder / f"rank{rank}.log", "a+b") for rank in range(WORLD)]
+        self.children = [spawn("audit.checks.ddp_rank", [str(rank), str(WORLD), str(self.folder / "init"),
+                                                         str(ANSWER_TIMEOUT)], env=env, log=log)
+                         for rank, log in enumerate(self.logs)]
         self.specs: dict[tuple, str] = {}
+
+    def join(self) -> None:
+        """Wait until every rank has joined the process group (start-up: not on the check's clock)."""
+        with starting("starting the distributed ranks"):
+            self._read_all(START_TIMEOUT, "join the process group")
 
     def spec(self, subject) -> str:
         """The file the ranks load this cell's entry from (written once per cell)."""
@@ -59,69 +66,61 @@ class Ranks:
 
     def alive(self) -> bool:
         """Whether both ranks still run."""
-        return all(p.poll() is None for p in self.processes)
+        return all(c.process.poll() is None for c in self.children)
 
     def ask(self, request: dict) -> list[dict]:
         """Every rank's answer to ``request``; raises :class:`Violation` on an error, a hang or a death."""
-        line = json.dumps(request) + "\n"
-        for process in self.processes:
-            process.stdin.write(line)
-            process.stdin.flush()
-        timeout = ANSWER_TIMEOUT + (0 if self.started else START_TIMEOUT)
-        answers = self._read_all(timeout)
-        self.started = True
-        return answers
+        for rank, child in enumerate(self.children):
+            try:
+                child.outbox.send(request)
+            except OSError:
+                raise Violation(f"rank {rank} died (exit code {child.process.wait()}){self._log(rank)}") from None
+        return self._read_all(ANSWER_TIMEOUT, "answer")
 
-    def _read_all(self, timeout: float) -> list[dict]:
+    def _read_all(self, timeout: float, doing: str) -> list[dict]:
         answers: dict[int, dict] = {}
         deadline = time.monotonic() + timeout
-        with selectors.DefaultSelector() as selector:
-            for rank, process in enumerate(self.processes):
-                selector.register(process.stdout, selectors.EVENT_READ, rank)
-            while len(answers) < WORLD:
-                left = deadline - time.monotonic()
-                events = selector.select(timeout=max(0.0, left)) if left > 0 else []
-                if not events:
-                    missing = [r for r in range(WORLD) if r not in answers]
-                    raise Violation(f"rank {missing[0]} did not answer within {timeout:.0f} s: a hang in a "
-                                    f"collective or in the entry{self._log(missing[0])}")
-                for key, _ in events:
-                    rank = key.data
-                    text = self.processes[rank].stdout.readline()
-                    selector.unregister(self.processes[rank].stdout)
-                    if not text:
-                        raise Violation(f"rank {rank} died (exit code {self.processes[rank].wait()}){self._log(rank)}")
-                    answers[rank] = json.loads(text)
-                    if not answers[rank]["ok"]:
-                        raise Violation(f"rank {rank} raised {answers[rank]['error']}")
+        while len(answers) < WORLD:
+            waiting = {self.children[r].inbox: r for r in range(WORLD) if r not in answers}
+            ready = wait(list(waiting), timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                missing = min(waiting.values())
+                raise Violation(f"rank {missing} did not {doing} within {timeout:.0f} s: a hang in a "
+                                f"collective or in the entry{self._log(missing)}")
+            for inbox in ready:
+                rank = waiting[inbox]
+                try:
+                    answers[rank] = inbox.recv()
+                except (EOFError, OSError):
+                    raise Violation(f"rank {rank} died (exit code {self.children[rank].process.wait()})"
+                                    f"{self._log(rank)}") from None
+                if not answers[rank]["ok"]:
+                    raise Violation(f"rank {rank} raised {answers[rank]['error']}")
         return [answers[r] for r in range(WORLD)]
 
     def _log(self, rank: int) -> str:
-        try:
-            lines = (self.folder / f"rank{rank}.log").read_text().strip().splitlines()
-        except OSError:
-            return ""
-        return f"; its last output: {lines[-1][:300]}" if lines else ""
+        last = tail(self.logs[rank], 1)
+        return f"; its last output: {last[-1][:300]}" if last else ""
 
     @property
     def pids(self) -> list[int]:
         """The rank processes' ids."""
-        return [p.pid for p in self.processes]
+        return [c.process.pid for c in self.children]
 
     def close(self) -> None:
         """End every rank (politely, then not) and remove the rendezvous folder."""
-        for process in self.processes:
-            try:
-                process.stdin.close()
-            except OSError:
-                pass
+        for child in self.children:
+            child.outbox.close()
         deadline = time.monotonic() + 5
-        for process in self.processes:
+        for child in self.children:
             try:
-                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+                child.process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                child.process.kill()
+                child.process.wait()
+            child.inbox.close()
+        for log in self.logs:
+            log.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -136,6 +135,7 @@ def shared_ranks() -> Ranks:
             ranks.close()
         ranks = _SHARED["ranks"] = Ranks()
         atexit.register(close_ranks)
+        ranks.join()
     return ranks
 
 
@@ -162,9 +162,9 @@ def run(subject, case) -> None:
         raise NotApplicable("no input requires a gradient: nothing for DistributedDataParallel to synchronise")
     reference(*ddp.data(args, axes)).backward()
     expected = ddp.gradients(reference)
-    ranks = shared_ranks()
     subject.metrics["world"] = WORLD
     try:
+        ranks = shared_ranks()
         answers = ranks.ask({"spec": ranks.spec(subject), "case": case.to_json(), "dim": dim})
     except Violation:
         close_ranks()  # a fresh pair serves the next example

@@ -22,7 +22,8 @@ from audit import outlock, reports
 
 def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, max_memory, strict,
         progress, compile_backend="aot_eager", profile=None, cache=False, cache_dir=None, cache_size="512M",
-        shard=None, durations=None, output_format="text", explicit=frozenset(), verbosity=0, quiet=False) -> int:
+        shard=None, durations=None, output_format="text", explicit=frozenset(), verbosity=0, quiet=False,
+        unclaimed_timeout=30.0) -> int:
     """Audit the selected entries; write ``matrix.json``, ``matrix.md`` and replay scripts to ``out``.
 
     ``explicit`` names the options given on the command line: those win over the ``profile``'s values.
@@ -42,6 +43,7 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
             entries, split = _shard(entries, shard, durations)
         base = Path(registry).resolve().parent
         options = RunOptions(examples=settled["examples"], seed=seed, timeout=settled["timeout"],
+                             unclaimed_timeout=unclaimed_timeout,
                              max_memory=parse_size(max_memory, "--max-memory"), jobs=jobs, base=str(base),
                              checks_dir=str(checks_dir(loaded)), compile_backend=settled["compile_backend"],
                              cache_dir=str(Path(cache_dir) if cache_dir else base / ".audit-cache") if settled["cache"] else None,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from audit.checks.subject import Subject
 from audit.engine.explore import explore
+from audit.engine.isolation import isolated
 from audit.engine.options import RunOptions, cell_seed
 from audit.engine.outcome import ERRORED, HELD, SKIPPED, VIOLATED, CellKey, Outcome
 from audit.engine.script import replay_script
@@ -13,7 +14,14 @@ from audit.inputs.strategies import for_check
 
 
 def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example=None) -> Outcome:
-    """The outcome of ``check`` on ``entry`` at ``key``; never raises for the target's faults."""
+    """The outcome of ``check`` on ``entry`` at ``key``; never raises for the target's faults. Global torch
+    state the cell changes (grad mode, default dtype, generators...) is put back afterwards, so that it
+    cannot change the verdict of whatever runs next in this process."""
+    with isolated():
+        return _run(entry, target, check, key, options, claimed, on_example)
+
+
+def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example) -> Outcome:
     skip = _unavailable(key.device) or target.unbuilt.get(key.device, "")
     if skip:
         return Outcome(key, SKIPPED, skip)

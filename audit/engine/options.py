@@ -8,11 +8,17 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How many examples, which seed, per-check timeout, per-worker memory cap, compile backend."""
+    """How many examples, which seed, time budgets, per-worker memory cap, compile backend.
+
+    ``timeout`` bounds one claimed check; an unclaimed cell gets at most ``unclaimed_timeout``; a worker's
+    start-up (importing torch, then the entry's target) gets the longer of ``startup_timeout`` and ``timeout``.
+    """
 
     examples: int = 20
     seed: int = 0
     timeout: float = 300.0
+    unclaimed_timeout: float = 30.0
+    startup_timeout: float = 120.0
     max_memory: int = 8 << 30
     jobs: int = 1
     base: str = "."
@@ -25,6 +31,17 @@ class RunOptions:
     def unclaimed_examples(self) -> int:
         """Unclaimed properties need one counterexample, not a thorough search."""
         return max(1, min(self.examples, 5))
+
+    @property
+    def startup_budget(self) -> float:
+        """Seconds a worker may take to start and load an entry's target: generous, apart from ``timeout``
+        (a loaded machine may take many seconds to import torch; a short ``timeout`` must not count that)."""
+        return max(self.startup_timeout, self.timeout)
+
+    def cell_budget(self, claimed: bool) -> float:
+        """Seconds one cell may run: ``timeout``; an unclaimed cell cannot fail the gate, so it is not waited
+        for longer than ``unclaimed_timeout``."""
+        return self.timeout if claimed else min(self.timeout, self.unclaimed_timeout)
 
 
 def cell_seed(seed: int, entry: str, check: str, dtype: str, device: str) -> int:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import os
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 
 from audit.engine.cell import error_outcome
+from audit.engine.channel import spawn, tail
 from audit.engine.options import RunOptions
 
 LOADING = "loading the target"
@@ -20,29 +20,20 @@ MAX_RESTARTS = 3
 
 
 class Worker:
-    """One worker process and the two pipes to it; its stderr goes to a temporary log."""
+    """One worker process and the two pipes to it; its stdout and stderr go to a temporary log."""
 
     def __init__(self, options: RunOptions):
-        to_child_r, to_child_w = os.pipe()
-        from_child_r, from_child_w = os.pipe()
         self.log = tempfile.TemporaryFile()
-        command = [sys.executable, "-m", "audit.engine.worker", str(to_child_r), str(from_child_w),
-                   str(options.max_memory)]
-        self.process = subprocess.Popen(command, pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL,
-                                        stdout=self.log, stderr=self.log, env=_worker_env(options))
-        os.close(to_child_r)
-        os.close(from_child_w)
-        self.outbox = Connection(to_child_w, readable=False)
-        self.inbox = Connection(from_child_r, writable=False)
+        child = spawn("audit.engine.worker", [str(options.max_memory)], env=_worker_env(options), log=self.log)
+        self.process, self.outbox, self.inbox = child.process, child.outbox, child.inbox
         self.environment: dict | None = None
 
     def death(self) -> str:
-        """How the process ended, and the last lines it wrote to stderr."""
+        """How the process ended, and the last lines it wrote to stdout and stderr."""
         code = self.process.wait()
         cause = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
-        self.log.seek(0)
-        tail = self.log.read().decode(errors="replace").strip().splitlines()[-5:]
-        return cause + (f"; its last output: {' | '.join(tail)}" if tail else "")
+        last = tail(self.log, 5)
+        return cause + (f"; its last output: {' | '.join(last)}" if last else "")
 
     def close(self) -> None:
         """Kill the process and release its pipes."""
@@ -72,9 +63,29 @@ class Assignment:
     digest: str | None = None
     target_error: str = ""
     current: object = LOADING
-    started: float = field(default_factory=time.monotonic)
+    budget: float = 0.0
+    deadline: float = math.inf
     example: str = ""
     restarts: int = 0
+    starting: str = ""
+    paused: tuple = ()
+
+    def expect(self, current, budget: float) -> None:
+        """From now on ``current`` runs (a cell's key; LOADING; None between cells), for at most ``budget`` s."""
+        self.current, self.budget, self.deadline, self.example = current, budget, time.monotonic() + budget, ""
+        self.starting, self.paused = "", ()
+
+    def start_up(self, what: str, budget: float) -> None:
+        """The running cell does start-up work (``what``) for at most ``budget`` s, its own clock stopped;
+        an empty ``what``: the work is done and the cell's clock goes on."""
+        now = time.monotonic()
+        if what and not self.paused:
+            self.paused = (self.budget, self.deadline - now)
+            self.budget, self.deadline = budget, now + budget
+        elif not what and self.paused:
+            self.budget, self.deadline = self.paused[0], now + self.paused[1]
+            self.paused = ()
+        self.starting = what
 
 
 def prestart(options: RunOptions, count: int) -> list[Worker]:
@@ -99,8 +110,8 @@ def run_jobs(jobs: list[dict], options: RunOptions, on_message, started: list[Wo
         slots = [(w, None) for w in started[:wanted]]
         slots += [(Worker(options), None) for _ in range(wanted - len(slots))]
         while pending or any(a for _, a in slots):
-            slots = [_assign(w, a, pending, on_message) for w, a in slots]
-            ready = wait([w.inbox for w, a in slots if a], timeout=_next_deadline(slots, options))
+            slots = [_assign(w, a, pending, on_message, options) for w, a in slots]
+            ready = wait([w.inbox for w, a in slots if a], timeout=_next_deadline(slots))
             slots = [_serve(w, a, ready, options, on_message, environment) for w, a in slots]
     finally:
         for worker, _ in slots:
@@ -108,19 +119,20 @@ def run_jobs(jobs: list[dict], options: RunOptions, on_message, started: list[Wo
     return environment
 
 
-def _assign(worker: Worker, assignment, pending: deque, on_message):
+def _assign(worker: Worker, assignment, pending: deque, on_message, options: RunOptions):
     if assignment is not None or not pending:
         return worker, assignment
     job = pending.popleft()
     on_message(job, "begin", None)
     worker.outbox.send(("job", job))
-    return worker, Assignment(job=job, remaining=list(job["cells"]))
+    assignment = Assignment(job=job, remaining=list(job["cells"]))
+    assignment.expect(LOADING, options.startup_budget)
+    return worker, assignment
 
 
-def _next_deadline(slots, options: RunOptions) -> float:
+def _next_deadline(slots) -> float:
     now = time.monotonic()
-    deadlines = [a.started + options.timeout - now for _, a in slots if a]
-    return max(0.0, min(deadlines, default=1.0))
+    return max(0.0, min((a.deadline - now for _, a in slots if a), default=1.0))
 
 
 def _serve(worker: Worker, assignment, ready, options: RunOptions, on_message, environment: dict):
@@ -129,31 +141,48 @@ def _serve(worker: Worker, assignment, ready, options: RunOptions, on_message, e
     if worker.inbox in ready:
         try:
             while worker.inbox.poll():
-                assignment = _receive(worker, assignment, worker.inbox.recv(), on_message, environment)
+                assignment = _receive(assignment, worker.inbox.recv(), options, on_message, environment)
                 if assignment is None:
                     return worker, None
         except (EOFError, OSError):
             return _replace(worker, assignment, f"the worker process {worker.death()}", options, on_message)
-    if time.monotonic() - assignment.started > options.timeout:
+    if time.monotonic() > assignment.deadline:
         worker.process.kill()
         worker.death()
-        return _replace(worker, assignment, f"timed out after {options.timeout:g} s", options, on_message)
+        return _replace(worker, assignment, f"timed out after {assignment.budget:g} s", options, on_message,
+                        _budget_note(assignment, options))
     return worker, assignment
 
 
-def _receive(worker: Worker, assignment: Assignment, message, on_message, environment: dict):
+def _budget_note(assignment: Assignment, options: RunOptions) -> str:
+    """Which budget ran out, when it is not ``--timeout`` for a claimed check."""
+    if assignment.starting:
+        return (f"; this is the start-up budget for {assignment.starting} (the longer of "
+                f"{options.startup_timeout:g} s and --timeout), not the check's")
+    if assignment.current in (LOADING, None):
+        return (f"; this is the start-up budget (the worker importing torch, then the target: the longer of "
+                f"{options.startup_timeout:g} s and --timeout); --timeout counts from the start of each check")
+    if not assignment.job["claimed"][assignment.current]:
+        return ("; this is an unclaimed probe's budget (--unclaimed-timeout, at most --timeout): an unclaimed "
+                "cell never fails the gate, so it is not waited for as long as a claimed one")
+    return ""
+
+
+def _receive(assignment: Assignment, message, options: RunOptions, on_message, environment: dict):
     kind = message[0]
     if kind == "ready":
         environment.update(message[1])
     elif kind == "target":
         assignment.digest, assignment.target_error = message[1], message[2]
-        assignment.current, assignment.started = None, time.monotonic()
     elif kind == "start":
-        assignment.current, assignment.started, assignment.example = message[1], time.monotonic(), ""
+        assignment.expect(message[1], options.cell_budget(assignment.job["claimed"][message[1]]))
     elif kind == "example":
         assignment.example = message[1]
+    elif kind == "start-up":
+        assignment.start_up(message[1], options.startup_budget)
     elif kind == "outcome":
         _record(assignment, message[1], on_message)
+        assignment.expect(None, options.startup_budget)  # until the next cell starts: the worker's own time
     elif kind == "done":
         on_message(assignment.job, "end", assignment)
         return None
@@ -168,16 +197,16 @@ def _record(assignment: Assignment, outcome, on_message) -> None:
     on_message(assignment.job, "outcome", outcome)
 
 
-def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOptions, on_message):
+def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOptions, on_message, note: str = ""):
     """The worker died or hung: blame the running cell, start a new worker, go on with the rest."""
     worker.close()
     current = assignment.current
     if current == LOADING or current is None:
         for key in list(assignment.remaining):
-            _record(assignment, error_outcome(key, f"{cause} while {LOADING}"), on_message)
+            _record(assignment, error_outcome(key, f"{cause} while {LOADING}{note}"), on_message)
     else:
         where = f" on example {assignment.example}" if assignment.example else ""
-        message = f"{cause} during {current.check} ({current.dtype}, {current.device}){where}"
+        message = f"{cause} during {current.check} ({current.dtype}, {current.device}){where}{note}"
         _record(assignment, error_outcome(current, message), on_message)
     assignment.restarts += 1
     if assignment.restarts >= MAX_RESTARTS:
@@ -190,5 +219,5 @@ def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOpt
         return fresh, None
     job = {**assignment.job, "cells": list(assignment.remaining)}
     fresh.outbox.send(("job", job))
-    assignment.current, assignment.started, assignment.example = LOADING, time.monotonic(), ""
+    assignment.expect(LOADING, options.startup_budget)
     return fresh, assignment

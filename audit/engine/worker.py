@@ -6,6 +6,7 @@ blow-up here is the parent's to notice; the worker only reports what it starts a
 
 from __future__ import annotations
 
+import importlib
 import platform
 import resource
 import sys
@@ -13,14 +14,26 @@ import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from audit.engine.channel import connect
+from audit.engine.startup import report_to
+
+
+#: What the first cell would otherwise import: the audit's cell runner (Hypothesis) and what torch imports on
+#: the first ``torch.autograd.grad`` call (sympy, through symbolic_shapes: over a second). Imported at start-up,
+#: which has a generous budget of its own, not in the first cell, whose budget is ``--timeout``.
+PRELOAD = ("audit.engine.cell", "torch.fx.experimental.symbolic_shapes")
+
 
 def main(argv: list[str]) -> int:
     """Serve jobs until the parent says stop or closes the pipe."""
-    inbox, outbox = Connection(int(argv[0]), writable=False), Connection(int(argv[1]), readable=False)
+    inbox, outbox = connect(argv)
     import torch
 
     torch.set_num_threads(1)
+    for module in PRELOAD:
+        importlib.import_module(module)
     _cap_memory(int(argv[2]))
+    report_to(outbox.send)
     outbox.send(("ready", environment()))
     while True:
         try:
@@ -55,33 +68,49 @@ def _cap_memory(limit: int) -> None:
 
 
 def _job(job, outbox: Connection) -> None:
-    from audit.engine.cell import error_outcome, run_cell
+    """Audit one entry's cells. Global torch state the entry's import leaves (a module that sets its default
+    dtype) stays for its cells, as its users see it, and is undone after the entry; :func:`run_cell` undoes
+    what each cell changes."""
+    from audit.engine.isolation import isolated
+
+    checks = _checks(job["options"].checks_dir)
+    with isolated():
+        target = _load(job, outbox)
+        for key in job["cells"] if target else ():
+            outbox.send(("start", key))
+            outbox.send(("outcome", _cell(job["entry"], target, checks[key.check], key, job, outbox)))
+    outbox.send(("done",))
+
+
+def _load(job, outbox: Connection):
+    """The entry's target, announced to the parent; None, and every cell an error, when it cannot be loaded."""
+    from audit.engine.cell import error_outcome
     from audit.engine.target import TargetError, resolve
 
-    entry, keys, options = job["entry"], job["cells"], job["options"]
     try:
-        target = resolve(entry, Path(options.base))
+        target = resolve(job["entry"], Path(job["options"].base))
     except (TargetError, SyntaxError) as exc:
         outbox.send(("target", None, str(exc)))
-        for key in keys:
+        for key in job["cells"]:
             outbox.send(("outcome", error_outcome(key, f"target could not be loaded: {exc}")))
-        outbox.send(("done",))
-        return
+        return None
     outbox.send(("target", target.digest, ""))
-    checks = _checks(options.checks_dir)
-    for key in keys:
-        outbox.send(("start", key))
-        check = checks[key.check]
-        on_example = lambda case: outbox.send(("example", case.describe()))  # noqa: E731
-        try:
-            outcome = run_cell(entry, target, check, key, options, job["claimed"][key], on_example)
-        except MemoryError as exc:
-            outcome = error_outcome(key, f"out of memory: over the worker's cap of {options.max_memory >> 20} MiB "
-                                         f"(raise it with --max-memory): {exc}")
-        except Exception as exc:
-            outcome = error_outcome(key, f"the audit failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
-        outbox.send(("outcome", outcome))
-    outbox.send(("done",))
+    return target
+
+
+def _cell(entry, target, check, key, job, outbox: Connection):
+    """One cell's outcome; an error outcome when the audit itself fails on it."""
+    from audit.engine.cell import error_outcome, run_cell
+
+    options = job["options"]
+    on_example = lambda case: outbox.send(("example", case.describe()))  # noqa: E731
+    try:
+        return run_cell(entry, target, check, key, options, job["claimed"][key], on_example)
+    except MemoryError as exc:
+        return error_outcome(key, f"out of memory: over the worker's cap of {options.max_memory >> 20} MiB "
+                                  f"(raise it with --max-memory): {exc}")
+    except Exception as exc:
+        return error_outcome(key, f"the audit failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
 
 
 _TABLES: dict = {}

@@ -149,14 +149,17 @@ def test_unclaimed_transform_failures_are_recorded_not_gated(write_registry, tmp
 
 
 def _rank_processes() -> list[int]:
-    """Live processes started from this one that run a distributed-check rank."""
+    """Live processes started from this one that run a distributed-check rank (by their PYTHONPATH, which
+    conftest sets: ranks of other test runs on the same machine are not ours)."""
     import os
     from pathlib import Path
 
+    ours = os.environ["PYTHONPATH"].encode()
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
-            if b"audit.checks.ddp_rank" in (proc / "cmdline").read_bytes():
+            command, environment = (proc / "cmdline").read_bytes(), (proc / "environ").read_bytes()
+            if b"audit.checks.ddp_rank" in command and ours in environment:
                 found.append(int(proc.name))
         except OSError:
             continue
