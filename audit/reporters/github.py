@@ -14,13 +14,15 @@ SUMMARY_LIMIT = 900 * 1024
 
 
 def annotations(matrix: dict) -> str:
-    """One ``::error`` workflow command per failing or erroring cell, at its entry's registry line."""
+    """One ``::error`` workflow command per failing or erroring cell (``::warning`` for an unclaimed one, which
+    never gates), at its entry's registry line."""
     registry = registry_of(matrix)
     lines = []
     for entry, cell in problems(matrix):
         title = f"{entry['name']} {cell['check']} {cell['status'].upper()} ({cell['dtype']}, {cell['device']})"
         message = (f"{cell['message']}\nowner: {', '.join(entry['owner'])}\nrepro: {cell['repro']}")
-        lines.append(f"::error file={_property(registry)},line={entry.get('line', 1)},"
+        level = "error" if cell.get("claimed", True) else "warning"  # an unclaimed cell never gates
+        lines.append(f"::{level} file={_property(registry)},line={entry.get('line', 1)},"
                      f"title={_property(title)}::{_data(message)}")
     return "\n".join(lines) + ("\n" if lines else "")
 

@@ -49,7 +49,7 @@ def _result(entry: dict, cell: dict, rule: int, registry: str) -> dict:
     return {
         "ruleId": cell["check"],
         "ruleIndex": rule,
-        "level": LEVEL[cell["status"]],
+        "level": LEVEL[cell["status"]] if cell.get("claimed", True) else "warning",  # unclaimed: never gates
         "message": {"text": printable(failure_line(entry, cell, registry))},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": registry},
                                             "region": {"startLine": max(1, int(entry.get("line", 1)))}}}],

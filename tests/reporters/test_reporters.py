@@ -148,3 +148,16 @@ def test_every_summary_line_counts_in_the_same_order():
     reloaded = json.loads(json.dumps(matrix(), sort_keys=True))  # as audit report reads a saved matrix
     assert headline(reloaded) == headline(matrix()) == \
         "autograd-audit: FAIL (3 pass, 1 fail, 1 unsupported, 1 waived, 1 xpass, 1 skip, 1 error)"
+
+
+def test_an_unclaimed_error_is_a_warning_not_an_error_annotation():
+    import json
+
+    from audit.reporters import sarif
+
+    data = matrix()
+    data["entries"][2]["cells"][0]["claimed"] = False  # the hang: an unclaimed probe, which never gates
+    lines = github.annotations(data).splitlines()
+    assert lines[0].startswith("::error ") and lines[1].startswith("::warning file=registry.yaml,line=31,")
+    levels = [r["level"] for r in json.loads(sarif.render(data))["runs"][0]["results"]]
+    assert levels == ["error", "warning"]
