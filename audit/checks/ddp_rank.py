@@ -24,6 +24,8 @@ from audit.engine.channel import connect
 
 def main(argv: list[str]) -> int:
     """Join the group, then serve requests until the parent closes the pipe."""
+    from audit.engine.reaper import end_strays
+
     inbox, outbox = connect(argv)
     rank, world, init_file, timeout = int(argv[2]), int(argv[3]), argv[4], float(argv[5])
     _die_with_parent()
@@ -40,7 +42,9 @@ def main(argv: list[str]) -> int:
             request = inbox.recv()
         except EOFError:
             break
-        outbox.send(_answer(request, loaded, rank, world))
+        answer = _answer(request, loaded, rank, world)
+        end_strays()  # what the target started on this rank ends with the request
+        outbox.send(answer)
     dist.destroy_process_group()
     return 0
 

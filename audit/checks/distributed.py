@@ -27,6 +27,7 @@ from audit.checks import ddp
 from audit.checks.interface import Check, NotApplicable, Violation
 from audit.checks.tensors import mismatch
 from audit.engine.channel import spawn, tail
+from audit.engine.reaper import end_group
 from audit.engine.startup import starting
 
 WORLD = 2
@@ -116,8 +117,8 @@ class Ranks:
             try:
                 child.process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                child.process.kill()
-                child.process.wait()
+                pass
+            end_group(child.process)  # and whatever the target started in it
             child.inbox.close()
         for log in self.logs:
             log.close()

@@ -26,13 +26,14 @@ class Child:
 
 
 def spawn(module: str, args: list[str], *, env: dict, log) -> Child:
-    """Start ``python -m module READ_FD WRITE_FD *args`` (see :func:`connect`); its stdout and stderr go
-    to ``log``, an open file."""
+    """Start ``python -m module READ_FD WRITE_FD *args`` (see :func:`connect`) as the leader of a process
+    group of its own (what it starts can be ended with it: :mod:`audit.engine.reaper`); its stdout and
+    stderr go to ``log``, an open file."""
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
     command = [sys.executable, "-m", module, str(to_child_r), str(from_child_w), *args]
     process = subprocess.Popen(command, pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL,
-                               stdout=log, stderr=log, env=env)
+                               stdout=log, stderr=log, env=env, start_new_session=True)  # its own group: see reaper
     os.close(to_child_r)
     os.close(from_child_w)
     return Child(process, Connection(to_child_w, readable=False), Connection(from_child_r, writable=False))

@@ -13,6 +13,7 @@ from multiprocessing.connection import wait
 
 from audit.engine.cell import error_outcome
 from audit.engine.channel import spawn, tail
+from audit.engine.reaper import end_group
 from audit.engine.options import RunOptions
 
 LOADING = "loading the target"
@@ -36,10 +37,8 @@ class Worker:
         return cause + (f"; its last output: {' | '.join(last)}" if last else "")
 
     def close(self) -> None:
-        """Kill the process and release its pipes."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
+        """Kill the process, and every process it started, and release its pipes."""
+        end_group(self.process)
         for end in (self.inbox, self.outbox):
             end.close()
         self.log.close()
@@ -147,7 +146,7 @@ def _serve(worker: Worker, assignment, ready, options: RunOptions, on_message, e
         except (EOFError, OSError):
             return _replace(worker, assignment, f"the worker process {worker.death()}", options, on_message)
     if time.monotonic() > assignment.deadline:
-        worker.process.kill()
+        end_group(worker.process)
         worker.death()
         return _replace(worker, assignment, f"timed out after {assignment.budget:g} s", options, on_message,
                         _budget_note(assignment, options))

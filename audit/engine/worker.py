@@ -72,13 +72,16 @@ def _job(job, outbox: Connection) -> None:
     dtype) stays for its cells, as its users see it, and is undone after the entry; :func:`run_cell` undoes
     what each cell changes."""
     from audit.engine.isolation import isolated
+    from audit.engine.reaper import end_strays
 
     checks = _checks(job["options"].checks_dir)
     with isolated():
         target = _load(job, outbox)
         for key in job["cells"] if target else ():
             outbox.send(("start", key))
-            outbox.send(("outcome", _cell(job["entry"], target, checks[key.check], key, job, outbox)))
+            outcome = _cell(job["entry"], target, checks[key.check], key, job, outbox)
+            end_strays()  # what the cell started ends with it
+            outbox.send(("outcome", outcome))
     outbox.send(("done",))
 
 

@@ -63,3 +63,27 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return "State:\tZ" not in state and os.getpgid(pid) >= 0
+
+
+def _strays() -> list[int]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"audit-stray-marker" in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads the process table from /proc (Linux)")
+def test_processes_a_target_starts_end_with_its_cell(write_registry, tmp_path):
+    registry = write_registry([{"name": "spawner", "owner": "@t", "target": "tests.fixtures.hostile:Spawner",
+                                "inputs": [{"shape": ["N"]}], "supports": {"dtypes": ["float64"]}}])
+    before = set(_strays())
+    done = subprocess.run([sys.executable, "-m", "audit", "run", "--registry", str(registry), "--out",
+                           str(tmp_path / "out"), "--check", "forward", "--check", "gradcheck", "--progress", "off"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    time.sleep(0.5)
+    assert set(_strays()) - before == set()
