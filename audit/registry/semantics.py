@@ -74,7 +74,9 @@ def _required(entry: dict) -> list:
 
 
 def _target(entry: dict) -> list:
-    kind, target = entry.get("kind", "function"), entry.get("target", "")
+    if "target" not in entry:
+        return []  # the schema names the missing key
+    kind, target = entry.get("kind", "function"), entry["target"]
     if kind == "op" and not OP_TARGET.match(target):
         return [(("target",), f"expected 'namespace::name[.overload]' for kind op, got {target!r}")]
     if kind != "op" and not MODULE_TARGET.match(target):
