@@ -65,8 +65,16 @@ CHECK = Check(
     dtype_claimed=lambda entry, dtype: dtype in entry.supports.dtypes,
     claim="supports.dtypes",
     script="""\
-out = fn(*args)
-outs = out if isinstance(out, (tuple, list)) else (out,)
-print([o.dtype for o in outs])
+outs, gs = grads(fn, args)
+wide = [a.detach().double().requires_grad_(a.requires_grad) if torch.is_tensor(a) and a.is_floating_point() else a
+        for a in args]
+base = ref if ref is not None and dtype == torch.float64 else fn  # in float64: against the reference
+wide_outs, wide_gs = grads(base, wide)
+failed = any(t.dtype != dtype for t in outs + gs)
+if failed:
+    print("dtypes:", [t.dtype for t in outs], [t.dtype for t in gs], "for", dtype, "inputs")
+failed |= differs("output vs float64", outs, wide_outs)
+failed |= differs("gradient vs float64", gs, wide_gs)
+sys.exit(1 if failed else 0)
 """,
 )

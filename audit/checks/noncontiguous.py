@@ -64,8 +64,16 @@ CHECK = Check(
     claim="supports.noncontiguous",
     layouts=True,
     script="""\
-dense = [a.detach().contiguous().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a in args]
-print("non-contiguous:", fn(*args))
-print("contiguous:    ", fn(*dense))
+dense = [a.detach().clone(memory_format=torch.contiguous_format).requires_grad_(a.requires_grad)
+         if torch.is_tensor(a) else a for a in args]  # fresh row-major storage, no offset
+outs, gs = grads(fn, args)
+dense_outs, dense_gs = grads(fn, dense)
+failed = differs("output (non-contiguous inputs)", outs, dense_outs)
+failed |= differs("gradient (non-contiguous inputs)", gs, dense_gs)
+for layout in ("transposed", "strided"):
+    failed |= differs(f"gradient ({layout} grad_outputs)", grads(fn, dense, layout)[1], dense_gs)
+failed |= differs("gradient (expanded grad_outputs)", grads(fn, dense, "expanded")[1],
+                  grads(fn, dense, "expanded values")[1])
+sys.exit(1 if failed else 0)
 """,
 )

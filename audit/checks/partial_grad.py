@@ -73,7 +73,7 @@ def grads(wanted):
           for i, a in enumerate(args)]
     out = fn(*xs)
     outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if torch.is_tensor(o) and o.is_floating_point()]
-    generator = torch.Generator().manual_seed(0)
+    generator = torch.Generator().manual_seed(seed)
     cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outs]
     live = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
     if live:

@@ -30,6 +30,7 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append(_target_line("ref", entry.reference, "callable") if entry.reference else "ref = None")
     lines.append(f"dtype, device = torch.{dtype}, {device!r}")
     lines.append(f"atol, rtol = {tolerance.atol!r}, {tolerance.rtol!r}")
+    lines.append(f"seed = {rng_seed!r}  # the cell's seed: its cotangents are drawn from it")
     if entry.kind == "module":
         lines.append("fn = fn.to(dtype=dtype, device=device)")
     lines += _guard(entry, rng_seed)
@@ -43,8 +44,41 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append("]")
     if case.in_dims:
         lines.append(f"in_dims = {list(case.in_dims)!r}  # vmap batch position per argument (None: unbatched)")
+    if "grads(" in (check.script or ""):
+        lines.append(GRADS_HELPER)
     lines.append(check.script or "print(fn(*args))")
     return "\n".join(lines) + "\n"
+
+
+GRADS_HELPER = '''\
+def grads(f, xs, layout=None):
+    """Floating outputs of f(*xs) and the gradients of <outputs, cotangents drawn from the cell's seed> for
+    the inputs that require grad (zeros where unused); ``layout`` lays the cotangents out as the audit did."""
+    out = f(*xs)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.is_floating_point()]
+    generator = torch.Generator().manual_seed(seed)
+    cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outs]
+    if layout in ("expanded", "expanded values"):  # stride 0, or the same values dense
+        cots = [c.reshape(-1)[:1].expand(c.shape) if c.numel() and c.dim() else c for c in cots]
+        cots = [c.contiguous() for c in cots] if layout == "expanded values" else cots
+    elif layout is not None:
+        cots = [laid_out(c, layout if c.dim() >= (2 if layout == "transposed" else 1) else "offset") for c in cots]
+    diff = [x for x in xs if torch.is_tensor(x) and x.requires_grad]
+    live = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
+    found = torch.autograd.grad([o for o, _ in live], diff, [c for _, c in live], allow_unused=True) if live and diff else []
+    return [o.detach() for o in outs], [torch.zeros_like(x) if g is None else g for g, x in zip(found, diff)]
+
+
+def differs(label, got, expected):
+    """Print and say whether ``got`` is not close to ``expected`` (the audit's atol and rtol)."""
+    bad = False
+    for i, (g, e) in enumerate(zip(got, expected)):
+        if g.shape != e.shape or not torch.allclose(g.double(), e.double(), atol=atol, rtol=rtol, equal_nan=True):
+            error = (g.double() - e.double()).abs().max().item() if g.shape == e.shape else "shape"
+            print(f"{label} {i}: max |difference| {error} (got {g.dtype}, expected {e.dtype})")
+            bad = True
+    return bad
+'''
 
 
 LAYOUT_HELPER = '''\
