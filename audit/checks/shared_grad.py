@@ -114,6 +114,24 @@ CHECK = Check(
     applies=_applies,
     min_batch=MIN_BATCH,
     script="""\
-print("batch outputs:", fn(*args))
+def shared_grads(xs):
+    # gradients of the sum of the outputs for the arguments without the batch dim
+    xs = [x.detach().requires_grad_(x.requires_grad) if torch.is_tensor(x) else x for x in xs]
+    out = fn(*xs)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.requires_grad]
+    shared = [i for i, x in enumerate(xs) if torch.is_tensor(x) and x.requires_grad and i not in batch_axes]
+    found = torch.autograd.grad(sum(o.sum() for o in outs), [xs[i] for i in shared], allow_unused=True)
+    return {i: torch.zeros_like(xs[i]) if g is None else g for i, g in zip(shared, found)}
+
+size = next(args[i].shape[axis] for i, axis in batch_axes.items())
+whole = shared_grads(args)
+samples = [shared_grads([a.narrow(batch_axes[i], b, 1) if i in batch_axes else a for i, a in enumerate(args)])
+           for b in range(size)]
+failed = False
+for i, got in whole.items():
+    total = sum(s[i] for s in samples)
+    print(f"input {i}: batch of {size} gives", got.tolist(), "; the sum of per-sample gradients is", total.tolist())
+    failed |= not torch.allclose(got, total, atol=atol, rtol=rtol)
+sys.exit(1 if failed else 0)
 """,
 )

@@ -10,6 +10,7 @@ shrinks). A wrong gradient at a smooth point, even a special one such as 0, is s
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
@@ -133,16 +134,39 @@ def _values(fn, base, i: int, flat: int, h: float) -> torch.Tensor:
     return torch.cat(flat_values) if flat_values else torch.zeros(0, dtype=torch.float64)
 
 
+#: Seconds a cell may spend probing failures for singular points (each probe evaluates the target a few
+#: times per coordinate, on every failing example the shrink tries): past it a failure stands as it is,
+#: so a slow target's real failure is reported, not turned into a timeout.
+PROBE_BUDGET = 60.0
+
+
+def _budget_left(subject) -> bool:
+    if subject.state.get("probe_seconds", 0.0) < PROBE_BUDGET:
+        return True
+    subject.metrics["non_smooth_unprobed"] = subject.metrics.get("non_smooth_unprobed", 0) + 1
+    return False
+
+
+def _timed(subject, probe):
+    start = time.perf_counter()
+    try:
+        return probe()
+    finally:
+        subject.state["probe_seconds"] = subject.state.get("probe_seconds", 0.0) + time.perf_counter() - start
+
+
 def excused(subject, check: str, case, fn, inputs, eps: float, columns=None) -> bool:
     """True when every place ``fn``'s gradient failed on ``case`` is a point without a derivative
     (then noted in the cell's metrics); False when a wrong gradient at a smooth point remains.
     ``columns`` names the failing ``(input, flat index)`` places; by default they are located by
     comparing the analytic and numeric Jacobians."""
+    if not _budget_left(subject):
+        return False
     atol, rtol = gradcheck_tolerance(subject)
     if columns is None:
-        probe = probe_jacobian(fn, inputs, eps, atol, rtol)
+        probe = _timed(subject, lambda: probe_jacobian(fn, inputs, eps, atol, rtol))
     else:
-        probe = probe_columns(fn, inputs, columns, eps, atol, rtol)
+        probe = _timed(subject, lambda: probe_columns(fn, inputs, columns, eps, atol, rtol))
     if probe.not_differentiable:
         note(subject, check, case, probe)
     return probe.not_differentiable
@@ -153,9 +177,12 @@ def excused_anywhere(subject, check: str, case, fn, inputs, *, values: bool = Fa
     for a gradient comparison, a jump (a value that is not unique there) for a value comparison."""
     from audit.checks.jacobian import _EPS
 
+    if not _budget_left(subject):
+        return False
     kinds = ("jump",) if values else ("kink", "jump", "edge")
     leaves = [x.detach() for x in inputs]
-    kink = singular_point(fn, leaves, _EPS[subject.dtype], *gradcheck_tolerance(subject), kinds=kinds)
+    kink = _timed(subject, lambda: singular_point(fn, leaves, _EPS[subject.dtype], *gradcheck_tolerance(subject),
+                                                  kinds=kinds))
     if kink is not None:
         note(subject, check, case, Probe((kink,)))
     return kink is not None

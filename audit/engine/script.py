@@ -44,6 +44,9 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append("]")
     if case.in_dims:
         lines.append(f"in_dims = {list(case.in_dims)!r}  # vmap batch position per argument (None: unbatched)")
+    if entry.batch:
+        axes = {i: spec.shape.index(entry.batch) for i, spec in entry.tensor_inputs if entry.batch in spec.shape}
+        lines.append(f"batch_axes = {axes!r}  # argument -> the axis of the batch dim {entry.batch}")
     if "grads(" in (check.script or ""):
         lines.append(GRADS_HELPER)
     lines.append(check.script or "print(fn(*args))")

@@ -64,3 +64,15 @@ def test_a_batch_not_used_in_any_shape_is_a_registry_error(tmp_path):
 
     with pytest.raises(RegistryError, match="batch: expected a symbolic dim used in an input's shape"):
         entry(tmp_path, target=f"{P}:ScaleShift", **{**BATCH, "batch": "M"})
+
+
+def test_the_replay_script_fails_with_the_mean_and_passes_with_the_sum(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+
+    script = observe(entry(tmp_path, target=f"{P}:ScaleShiftMean", **BATCH), "shared_grad").script
+    for text, code in ((script, 1), (script.replace(f"{P}.ScaleShiftMean", f"{P}.ScaleShift"), 0)):
+        done = subprocess.run([sys.executable, "-c", text], capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == code, done.stdout + done.stderr

@@ -76,3 +76,12 @@ def test_a_value_that_jumps_is_not_compared_where_it_is_not_unique(tmp_path):
     assert "a jump" in found.details["non_smooth"]["first"]
     wrong = observe(entry(tmp_path, target=f"{S}:DirectionWrongAway", **spec), "forward")
     assert wrong.verdict == VIOLATED and any(v != 0 for v in wrong.case["args"][0]["values"])
+
+
+def test_probing_stops_at_its_budget_and_the_failure_stands(tmp_path, monkeypatch):
+    """A slow target's failures are not probed past the cell's budget: reported, never a timeout."""
+    from audit.checks import smoothness
+
+    monkeypatch.setattr(smoothness, "PROBE_BUDGET", 0.0)
+    found = observe(entry(tmp_path, target=f"{S}:Relu", **VECTOR), "gradcheck")
+    assert found.verdict == VIOLATED and found.details["non_smooth_unprobed"] >= 1
