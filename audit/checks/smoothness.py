@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from audit.checks.jacobian import _analytic, _numeric, _unravel, gradcheck_tolerance
+from audit.checks.jacobian import _EPS, _analytic, _numeric, _unravel, gradcheck_tolerance
 
 #: At most this many mismatching Jacobian columns are probed; past it the failure stands.
 MAX_PROBES = 64
@@ -42,23 +42,9 @@ class Kink:
                 f"(left) and {self.right:.6g} (right), central {self.central:.6g}")
 
 
-@dataclass(frozen=True)
-class Probe:
-    """The mismatching Jacobian columns of a failure, sorted into kinks and smooth ones."""
-
-    kinks: tuple[Kink, ...] = ()
-    smooth: tuple[tuple[int, int], ...] = ()
-    unprobed: int = 0
-
-    @property
-    def not_differentiable(self) -> bool:
-        """The function has no derivative at the point (along some coordinate where a gradient failed):
-        differentiability is a property of the point, so no gradient there is wrong."""
-        return bool(self.kinks)
-
-
-def probe_jacobian(fn, inputs, eps: float, atol: float, rtol: float) -> Probe:
-    """Locate where ``fn``'s analytic and numeric Jacobians disagree, and probe each place."""
+def probe_jacobian(fn, inputs, eps: float, atol: float, rtol: float) -> Kink | None:
+    """Locate where ``fn``'s analytic and numeric Jacobians disagree, worst first, and return the first place
+    that is a singular point (or None: every disagreement is at a smooth point)."""
     analytic, numeric = _analytic(fn, inputs), _numeric(fn, inputs, eps)
     columns: dict[tuple[int, int], float] = {}
     for (_, i), a in analytic.items():
@@ -71,13 +57,14 @@ def probe_jacobian(fn, inputs, eps: float, atol: float, rtol: float) -> Probe:
     return probe_columns(fn, inputs, sorted(columns, key=columns.get, reverse=True), eps, atol, rtol)
 
 
-def probe_columns(fn, inputs, columns, eps: float, atol: float, rtol: float) -> Probe:
-    """Sort ``(input, flat index)`` coordinates into kinks and smooth ones (at most MAX_PROBES)."""
-    kinks, smooth = [], []
+def probe_columns(fn, inputs, columns, eps: float, atol: float, rtol: float) -> Kink | None:
+    """The first of the ``(input, flat index)`` coordinates (at most MAX_PROBES) along which ``fn`` is
+    singular at ``inputs``: differentiability is a property of the point, so one is enough."""
     for i, col in columns[:MAX_PROBES]:
         kink = kink_at(fn, inputs, i, col, eps, atol, rtol)
-        (kinks if kink else smooth).append(kink or (i, col))
-    return Probe(tuple(kinks), tuple(smooth), max(0, len(columns) - MAX_PROBES))
+        if kink is not None:
+            return kink
+    return None
 
 
 def kink_at(fn, inputs, i: int, flat: int, eps: float, atol: float, rtol: float) -> Kink | None:
@@ -156,27 +143,25 @@ def _timed(subject, probe):
 
 
 def excused(subject, check: str, case, fn, inputs, eps: float, columns=None) -> bool:
-    """True when every place ``fn``'s gradient failed on ``case`` is a point without a derivative
-    (then noted in the cell's metrics); False when a wrong gradient at a smooth point remains.
+    """True when ``fn`` has no derivative at ``case`` along a coordinate where its gradient failed (then
+    noted in the cell's metrics); False when every failing coordinate is smooth: a wrong gradient.
     ``columns`` names the failing ``(input, flat index)`` places; by default they are located by
     comparing the analytic and numeric Jacobians."""
     if not _budget_left(subject):
         return False
     atol, rtol = gradcheck_tolerance(subject)
     if columns is None:
-        probe = _timed(subject, lambda: probe_jacobian(fn, inputs, eps, atol, rtol))
+        kink = _timed(subject, lambda: probe_jacobian(fn, inputs, eps, atol, rtol))
     else:
-        probe = _timed(subject, lambda: probe_columns(fn, inputs, columns, eps, atol, rtol))
-    if probe.not_differentiable:
-        note(subject, check, case, probe)
-    return probe.not_differentiable
+        kink = _timed(subject, lambda: probe_columns(fn, inputs, columns, eps, atol, rtol))
+    if kink is not None:
+        note(subject, check, case, kink)
+    return kink is not None
 
 
 def excused_anywhere(subject, check: str, case, fn, inputs, *, values: bool = False) -> bool:
     """True (and noted) when ``fn`` is singular at ``case`` along some input coordinate: any singularity
     for a gradient comparison, a jump (a value that is not unique there) for a value comparison."""
-    from audit.checks.jacobian import _EPS
-
     if not _budget_left(subject):
         return False
     kinds = ("jump",) if values else ("kink", "jump", "edge")
@@ -184,16 +169,16 @@ def excused_anywhere(subject, check: str, case, fn, inputs, *, values: bool = Fa
     kink = _timed(subject, lambda: singular_point(fn, leaves, _EPS[subject.dtype], *gradcheck_tolerance(subject),
                                                   kinds=kinds))
     if kink is not None:
-        note(subject, check, case, Probe((kink,)))
+        note(subject, check, case, kink)
     return kink is not None
 
 
-def note(subject, check: str, case, probe: Probe) -> None:
+def note(subject, check: str, case, kink: Kink) -> None:
     """Record in the cell's metrics that a failure at a singular point was not counted."""
     seen = subject.metrics.setdefault("non_smooth", {"examples": 0})
     seen["examples"] += 1
     seen.setdefault("first", f"{check} disagreed on {case.describe()}, where the function has no derivative: "
-                             f"{probe.kinks[0].describe()}; not counted as a failure (declare kinks or narrow "
+                             f"{kink.describe()}; not counted as a failure (declare kinks or narrow "
                              "domain to keep draws away from such points)")
 
 
