@@ -15,9 +15,9 @@ from audit.registry.load import load_registry
 
 def repro(entry, check, registry, dtype, device, seed, examples, matrix, compile_backend="aot_eager") -> int:
     """Replay the stored case (or search again with the seed); exit 1 when the failure reproduces."""
-    from audit.checks.interface import Violation
     from audit.checks.subject import Subject
     from audit.engine.options import RunOptions, cell_seed
+    from audit.engine.replay import replay_case
     from audit.engine.target import resolve
 
     loaded = load_registry(registry)
@@ -38,13 +38,9 @@ def repro(entry, check, registry, dtype, device, seed, examples, matrix, compile
             return Exit.OK
     click.echo(f"{entry} {check} ({dtype}, {device}), seed {seed}, owner {', '.join(chosen.owners)}")
     click.echo(describe_inputs(subject.args(case)))
-    try:
-        checks[check].run(subject, case)
-    except Violation as exc:
-        click.echo(f"FAIL: {exc}")
-        return Exit.GATE_FAILED
-    except Exception as exc:
-        click.echo(f"FAIL: raised {type(exc).__name__}: {exc}")
+    failure = replay_case(checks[check], subject, case)
+    if failure:
+        click.echo(f"FAIL: {failure}")
         return Exit.GATE_FAILED
     click.echo("held: the stored case no longer fails")
     return Exit.OK

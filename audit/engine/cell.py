@@ -27,7 +27,7 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
         return Outcome(key, SKIPPED, skip)
     seed = cell_seed(options.seed, entry.name, key.check, key.dtype, key.device)
     subject = Subject(entry, target, key.dtype, key.device, seed, options)
-    _seed_global_generators(seed)
+    seed_global_generators(seed)
 
     def prop(case):
         if on_example:
@@ -52,7 +52,7 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
                    found.seconds, found.case.to_json(), script, metrics)
 
 
-def _seed_global_generators(seed: int) -> None:
+def seed_global_generators(seed: int) -> None:
     """A target that draws from the global generators draws the same numbers in a cell wherever it runs:
     whatever ran before in this worker, sharded or not."""
     import random

@@ -1,0 +1,40 @@
+"""Every planted bug in the suite with its correct twin, for the replay test (``tests/test_replay.py``).
+
+Each table module lists :class:`Planted` rows; ``ROWS`` gathers them. A row says: on ``bug``, cell ``check``
+fails (its message holds ``words``), its replay script exits 1 and ``audit repro`` fails on the shrunk case;
+with ``twin`` swapped in, the same script exits 0 and ``audit repro`` holds on the same case.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Planted(NamedTuple):
+    """One planted bug, the cell that must catch it, and its correct twin."""
+
+    bug: str  #: "module:Name" of the broken target
+    check: str
+    spec: dict  #: registry keys of the entry (as for ``tests.helpers.entry``), without the target
+    twin: str  #: "module:Name" of the correct target with the same interface
+    words: str = ""  #: words the failure message must contain
+    dtype: str = "float64"
+
+    @property
+    def id(self) -> str:
+        """A readable test id: bug name and check."""
+        return f"{self.bug.split(':')[1]}-{self.check}"
+
+
+def rows() -> list[Planted]:
+    """Every table's rows."""
+    from tests.replay import core, safety, transforms_layers
+
+    return [*core.ROWS, *safety.ROWS, *transforms_layers.ROWS]
+
+
+def not_replayed() -> dict[str, str]:
+    """Fixtures that are neither a planted bug with a row nor a twin: name -> the written reason."""
+    from tests.replay import core, safety, transforms_layers
+
+    return {**core.NOT_REPLAYED, **safety.NOT_REPLAYED, **transforms_layers.NOT_REPLAYED}

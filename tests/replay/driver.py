@@ -1,0 +1,31 @@
+"""Run many replay scripts in one fresh interpreter (one torch import for all), as ``python FILE`` would:
+prints one JSON line per script, ``{"path", "code", "output"}``. An uncaught exception is exit code 1."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import runpy
+import sys
+import traceback
+
+
+def run(path: str) -> dict:
+    """Exit code and output of the script at ``path``."""
+    buffer = io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        try:
+            runpy.run_path(path, run_name="__main__")
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:  # noqa: BLE001 - as the interpreter would: a traceback and exit code 1
+            traceback.print_exc()
+            code = 1
+    return {"path": path, "code": code, "output": buffer.getvalue()[-4000:]}
+
+
+if __name__ == "__main__":
+    for script in sys.argv[1:]:
+        print(json.dumps(run(script)), flush=True)
