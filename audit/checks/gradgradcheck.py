@@ -81,10 +81,42 @@ CHECK = Check(
     claim="supports.double_backward",
     version=2,
     script="""\
+from torch.autograd.gradcheck import GradcheckError
 diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
 def f(*xs):
     it = iter(xs)
     return fn(*[next(it) if torch.is_tensor(a) and a.requires_grad else a for a in args])
-print(torch.autograd.gradgradcheck(f, diff))
+failed = False
+out = fn(*args)
+outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.requires_grad]
+generator = torch.Generator().manual_seed(seed)
+cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o).requires_grad_() for o in outs]
+try:  # the backward must be differentiable: with cotangents that require grad, so must its nonzero results
+    found = torch.autograd.grad(outs, diff, cots, allow_unused=True, create_graph=True)
+    def reaches(node, name):  # whether the backward's graph holds a node called name
+        seen, stack = set(), [node]
+        while stack:
+            node = stack.pop()
+            if node is not None and node not in seen:
+                if node.name() == name:
+                    return True
+                seen.add(node)
+                stack.extend(n for n, _ in node.next_functions)
+        return False
+    for i, g in enumerate(found):
+        if g is not None and reaches(g.grad_fn, "torch::autograd::Error"):
+            print(f"gradient of input {i}: the backward is @once_differentiable: differentiating it raises")
+            failed = True
+        if g is not None and not g.requires_grad and g.count_nonzero():
+            print(f"gradient of input {i} does not require grad although grad_output does: the backward is cut")
+            failed = True
+    if not failed:
+        torch.autograd.gradgradcheck(f, diff, **options)
+except (GradcheckError, RuntimeError) as exc:  # RuntimeError: e.g. @once_differentiable
+    print("gradgradcheck:", exc)
+    failed = True
+print("FAILS" if failed else "holds")
+sys.exit(1 if failed else 0)
 """,
+    script_values=lambda subject, case: {"options": gradcheck_options(subject, grad_inputs(subject.args(case)))},
 )

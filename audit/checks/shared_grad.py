@@ -114,24 +114,42 @@ CHECK = Check(
     applies=_applies,
     min_batch=MIN_BATCH,
     script="""\
-def shared_grads(xs):
-    # gradients of the sum of the outputs for the arguments without the batch dim
+def run(xs):  # floating outputs and, for cotangents cut from the batch's, gradients by input position
     xs = [x.detach().requires_grad_(x.requires_grad) if torch.is_tensor(x) else x for x in xs]
     out = fn(*xs)
-    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.requires_grad]
-    shared = [i for i, x in enumerate(xs) if torch.is_tensor(x) and x.requires_grad and i not in batch_axes]
-    found = torch.autograd.grad(sum(o.sum() for o in outs), [xs[i] for i in shared], allow_unused=True)
-    return {i: torch.zeros_like(xs[i]) if g is None else g for i, g in zip(shared, found)}
-
+    return xs, [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.is_floating_point()]
+def gradients(xs, outs, cots):
+    diff = {i: x for i, x in enumerate(xs) if torch.is_tensor(x) and x.requires_grad}
+    live = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
+    found = torch.autograd.grad([o for o, _ in live], list(diff.values()), [c for _, c in live], allow_unused=True)
+    return {i: torch.zeros_like(x) if g is None else g for (i, x), g in zip(diff.items(), found)}
+def axis_of(o, one):  # the output's batch axis: the batch's size there, 1 for one sample, all else alike
+    return next(ax for ax in range(o.dim()) if o.shape[ax] == size and one.shape[ax] == 1)
 size = next(args[i].shape[axis] for i, axis in batch_axes.items())
-whole = shared_grads(args)
-samples = [shared_grads([a.narrow(batch_axes[i], b, 1) if i in batch_axes else a for i, a in enumerate(args)])
+xs, outs = run(args)
+samples = [run([a.narrow(batch_axes[i], b, 1) if i in batch_axes else a for i, a in enumerate(args)])
            for b in range(size)]
+out_axes = [axis_of(o, one) for o, one in zip(outs, samples[0][1])]
 failed = False
-for i, got in whole.items():
-    total = sum(s[i] for s in samples)
-    print(f"input {i}: batch of {size} gives", got.tolist(), "; the sum of per-sample gradients is", total.tolist())
-    failed |= not torch.allclose(got, total, atol=atol, rtol=rtol)
+for b, (_, one) in enumerate(samples):  # outputs: each sample alone gives its slice of the batch's
+    failed |= differs(f"sample {b} of {size}: output", [o.detach() for o in one],
+                      [o.detach().narrow(ax, b, 1) for o, ax in zip(outs, out_axes)])
+generator = torch.Generator().manual_seed(seed)
+cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outs]
+whole = gradients(xs, outs, cots)
+per_sample = [gradients(x, one, [c.narrow(ax, b, 1) for c, ax in zip(cots, out_axes)])
+              for b, (x, one) in enumerate(samples)]
+for b, got in enumerate(per_sample):  # a batched input's gradient: each sample's is its slice
+    for i, ax in batch_axes.items():
+        if i in got:
+            failed |= differs(f"sample {b} of {size}: gradient of input {i}", [got[i]], [whole[i].narrow(ax, b, 1)])
+for i in whole.keys() - batch_axes.keys():  # a shared input: the sum of its per-sample gradients
+    total = sum(g[i] for g in per_sample)
+    print(f"input {i} (shared): batch of {size} gives", whole[i].tolist(), "; the sum of per-sample gradients is",
+          total.tolist())
+    failed |= differs(f"gradient of shared input {i} vs the per-sample sum", [whole[i]], [total])
+print("FAILS" if failed else "holds")
 sys.exit(1 if failed else 0)
 """,
+    script_values=lambda subject, case: {"atol": subject.tolerance().atol, "rtol": subject.tolerance().rtol},
 )

@@ -46,7 +46,8 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
         return Outcome(key, HELD, "", found.examples, found.seconds, details=metrics)
     script = replay_script(entry, check, found.case, dtype=key.dtype, device=key.device, seed=options.seed,
                            message=found.message, base=str(Path(options.base).resolve()),
-                           tolerance=subject.tolerance(tight=True), rng_seed=seed)
+                           tolerance=subject.tolerance(tight=True), rng_seed=seed,
+                           values=check.script_values(subject, found.case) if check.script_values else {})
     where = f"; on {found.case.describe()}" if found.case.args else ""
     return Outcome(key, VIOLATED, f"{found.message}{where}", found.examples,
                    found.seconds, found.case.to_json(), script, metrics)

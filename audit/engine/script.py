@@ -20,9 +20,10 @@ import torch
 
 
 def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, seed: int,
-                  message: str, base: str, tolerance, rng_seed: int = 0) -> str:
+                  message: str, base: str, tolerance, rng_seed: int = 0, values: dict | None = None) -> str:
     """The script's text; ``tolerance`` is the comparison the check used (atol, rtol), ``rng_seed`` the
-    cell's seed, to which a stochastic entry's generators are reset before each call, as in the audit."""
+    cell's seed, to which a stochastic entry's generators are reset before each call, as in the audit;
+    ``values`` the further constants the check's property used (see ``Check.script_values``)."""
     lines = [HEADER.format(name=entry.name, check=check.name, dtype=dtype, device=device, seed=seed,
                            message=_comment(message), owners=", ".join(entry.owners), base=base)]
     lines += [f"import {module}" for module in entry.load]
@@ -31,6 +32,7 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append(f"dtype, device = torch.{dtype}, {device!r}")
     lines.append(f"atol, rtol = {tolerance.atol!r}, {tolerance.rtol!r}")
     lines.append(f"seed = {rng_seed!r}  # the cell's seed: its cotangents are drawn from it")
+    lines += [f"{name} = {value!r}" for name, value in (values or {}).items()]
     if entry.kind == "module":
         lines.append("fn = fn.to(dtype=dtype, device=device)")
     lines += _guard(entry, rng_seed)
@@ -47,7 +49,7 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     if entry.batch:
         axes = {i: spec.shape.index(entry.batch) for i, spec in entry.tensor_inputs if entry.batch in spec.shape}
         lines.append(f"batch_axes = {axes!r}  # argument -> the axis of the batch dim {entry.batch}")
-    if "grads(" in (check.script or ""):
+    if "grads(" in (check.script or "") or "differs(" in (check.script or ""):
         lines.append(GRADS_HELPER)
     lines.append(check.script or "print(fn(*args))")
     return "\n".join(lines) + "\n"
@@ -60,15 +62,15 @@ def grads(f, xs, layout=None):
     out = f(*xs)
     outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.is_floating_point()]
     generator = torch.Generator().manual_seed(seed)
-    cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outs]
+    live = [o for o in outs if o.requires_grad]  # one cotangent per differentiable output, in order
+    cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in live]
     if layout in ("expanded", "expanded values"):  # stride 0, or the same values dense
         cots = [c.reshape(-1)[:1].expand(c.shape) if c.numel() and c.dim() else c for c in cots]
         cots = [c.contiguous() for c in cots] if layout == "expanded values" else cots
     elif layout is not None:
         cots = [laid_out(c, layout if c.dim() >= (2 if layout == "transposed" else 1) else "offset") for c in cots]
     diff = [x for x in xs if torch.is_tensor(x) and x.requires_grad]
-    live = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
-    found = torch.autograd.grad([o for o, _ in live], diff, [c for _, c in live], allow_unused=True) if live and diff else []
+    found = torch.autograd.grad(live, diff, cots, allow_unused=True) if live and diff else []
     return [o.detach() for o in outs], [torch.zeros_like(x) if g is None else g for g, x in zip(found, diff)]
 
 
