@@ -13,6 +13,7 @@ from multiprocessing.connection import wait
 
 from audit.engine.cell import error_outcome
 from audit.engine.channel import spawn, tail
+from audit.engine.memory import EXIT_OUT_OF_MEMORY
 from audit.engine.reaper import end_group
 from audit.engine.options import RunOptions
 
@@ -28,10 +29,14 @@ class Worker:
         child = spawn("audit.engine.worker", [str(options.max_memory)], env=_worker_env(options), log=self.log)
         self.process, self.outbox, self.inbox = child.process, child.outbox, child.inbox
         self.environment: dict | None = None
+        self.max_memory = options.max_memory
 
     def death(self) -> str:
         """How the process ended, and the last lines it wrote to stdout and stderr."""
         code = self.process.wait()
+        if code == EXIT_OUT_OF_MEMORY:
+            return (f"out of memory: over the worker's cap of {self.max_memory >> 20} MiB (resident memory; "
+                    "raise it with --max-memory)")
         cause = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
         last = tail(self.log, 5)
         return cause + (f"; its last output: {' | '.join(last)}" if last else "")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import importlib
 import platform
-import resource
 import sys
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from audit.engine import memory
 from audit.engine.channel import connect
 from audit.engine.startup import report_to
 
@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)
     for module in PRELOAD:
         importlib.import_module(module)
-    _cap_memory(int(argv[2]))
+    memory.cap(int(argv[2]))
     report_to(outbox.send)
     outbox.send(("ready", environment()))
     while True:
@@ -54,17 +54,6 @@ def environment() -> dict:
         devices.append("mps")
     return {"torch": torch.__version__, "cuda": torch.version.cuda, "devices": devices,
             "python": platform.python_version(), "platform": platform.platform()}
-
-
-def _cap_memory(limit: int) -> None:
-    """Cap the address space at what torch's import took plus ``limit``: a blow-up raises here."""
-    if limit <= 0:
-        return
-    with open("/proc/self/status") as status:
-        vm = next((int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:")), 0)
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = vm + limit
-    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
 
 
 def _job(job, outbox: Connection) -> None:
