@@ -30,6 +30,12 @@ KEYS = {
 }
 
 
+#: Paths whose command-line default is relative to the working directory: with a settings file they are
+#: relative to the file's folder (the project's root), as ruff and pytest root theirs, so that ``audit run``
+#: from any subfolder audits the project's registry into the project's reports.
+ROOTED_DEFAULTS = {"registry": "registry.yaml", "out": "reports"}
+
+
 def find(start: Path) -> Path | None:
     """The nearest ``pyproject.toml`` at or above ``start`` with a ``[tool.autograd-audit]`` table."""
     for folder in (start, *start.parents):
@@ -40,7 +46,8 @@ def find(start: Path) -> Path | None:
 
 
 def default_map(start: Path) -> dict:
-    """Click's ``default_map``: per command, the settings the file gives (paths made absolute)."""
+    """Click's ``default_map``: per command, the settings the file gives (paths made absolute, and the
+    default registry and out folder taken from the file's folder)."""
     path = find(start.resolve())
     if path is None:
         return {}
@@ -51,7 +58,7 @@ def default_map(start: Path) -> dict:
     if unknown:
         raise UsageError(f"{path}: [tool.{SECTION}] unknown key {unknown[0]!r}; expected one of: {', '.join(KEYS)}")
     defaults: dict = {}
-    for key, value in table.items():
+    for key, value in {**ROOTED_DEFAULTS, **table}.items():
         commands, is_path = KEYS[key]
         value = str((path.parent / value).resolve()) if is_path else value
         for command in commands:

@@ -13,7 +13,7 @@ from audit import profiles
 from audit import shard as shard_mod
 from audit.commands.select import check_table, checks_dir, select_checks, select_entries
 from audit.console import color
-from audit.contract import Exit
+from audit.contract import Exit, Status
 from audit.errors import UsageError
 from audit.profiles import settle
 from audit.registry.load import load_registry
@@ -95,9 +95,14 @@ def _empty_result(options):
     return RunResult(entries=(), environment=run_environment(environment(), options))
 
 
+#: The cells that get a replay script: a claim that failed (waived or not). An unclaimed property that does
+#: not hold (``unsupported``) is no failure, and its probe's case is not shrunk.
+REPLAYED = (Status.FAIL, Status.WAIVED)
+
+
 def _write(out: Path, matrix: dict, result) -> None:
     scripts = {script_name(entry.entry.name, cell.check, cell.dtype, cell.device): cell.script
-               for entry in result.entries for cell in entry.cells if cell.script}
+               for entry in result.entries for cell in entry.cells if cell.script and cell.status in REPLAYED}
     for name, script in scripts.items():
         matrix_mod.write_atomic(out / "repro" / name, script)
     drop_stale_scripts(out, set(scripts))

@@ -43,3 +43,14 @@ def test_an_unknown_setting_is_a_usage_error_naming_the_file(tmp_path, monkeypat
     result = CliRunner().invoke(cli, ["list"])
     assert result.exit_code == 2
     assert f"{tmp_path / 'pyproject.toml'}: [tool.autograd-audit] unknown key 'jbos'" in result.output
+
+
+def test_default_paths_are_the_projects_not_the_subfolders(tmp_path, monkeypatch):
+    """Without registry/out in the file, `audit list` and `audit run` from a subfolder still use the root's."""
+    deeper = _project(tmp_path, "examples = 2\n")
+    (tmp_path / "ops" / "registry.yaml").rename(tmp_path / "registry.yaml")
+    monkeypatch.chdir(deeper)
+    listed = CliRunner().invoke(cli, ["list"])
+    assert listed.exit_code == 0 and listed.output.startswith("cube  [function]"), listed.output
+    assert CliRunner().invoke(cli, ["run", "--check", "forward", "-j", "1", "--progress", "off"]).exit_code == 0
+    assert _examples(tmp_path / "reports" / "matrix.json") == 2 and not (deeper / "reports").exists()
