@@ -34,10 +34,11 @@ def run(subject, case) -> None:
         compare_all(f"sample {b} of {size}: output", [o.detach() for o in out],
                     [o.detach().narrow(ax, b, 1) for o, ax in zip(batch_out, out_axes)], tol)
     cotangents = _cotangents(batch_out, subject.seed)
-    batch_grads = _gradients(batch_args, batch_out, cotangents)
+    params = _parameters(subject)
+    batch_grads = _gradients(batch_args, batch_out, cotangents, params)
     sample_grads = []
     for b, (args, out) in enumerate(samples):
-        grads = _gradients(args, out, [c.narrow(ax, b, 1) for c, ax in zip(cotangents, out_axes)])
+        grads = _gradients(args, out, [c.narrow(ax, b, 1) for c, ax in zip(cotangents, out_axes)], params)
         for i, ax in axes.items():
             if i in grads:
                 compare_all(f"sample {b} of {size}: gradient of input", [grads[i]], [batch_grads[i].narrow(ax, b, 1)],
@@ -47,10 +48,12 @@ def run(subject, case) -> None:
 
 
 def _shared(entry, size: int, batch_grads: dict, sample_grads: list, axes: dict, tol) -> None:
-    for i in batch_grads.keys() - axes.keys():
+    for i in sorted(batch_grads.keys() - axes.keys(), key=str):
+        label = f"gradient of parameter {i!r}" if isinstance(i, str) else f"gradient of input {i}"
         try:
-            compare_all("gradient of input", [batch_grads[i]], [sum(g[i] for g in sample_grads)], tol)
+            compare_all(label, [batch_grads[i]], [sum(g[i] for g in sample_grads)], tol)
         except Violation as exc:
+            exc = str(exc).replace(f"{label} 0", label)
             raise Violation(f"{exc} (shared across the batch of {size}: no {entry.batch} dim) vs the sum of its "
                             f"{size} per-sample gradients; a shared input must get the sum (not the mean, the "
                             "first sample's, or a scale that depends on the batch size)") from None
@@ -73,9 +76,18 @@ def _forward(subject, case):
     return args, [o for o in outputs_of(subject.call(args)) if o.is_floating_point()]
 
 
-def _gradients(args, outputs, cotangents) -> dict[int, torch.Tensor]:
-    """Gradients of <outputs, cotangents> by input position (zeros where unused)."""
+def _parameters(subject) -> dict[str, torch.Tensor]:
+    """A module's parameters that require grad, by name: shared across the batch like unbatched inputs."""
+    if subject.entry.kind != "module":
+        return {}
+    module = subject.target.fn.module(getattr(torch, subject.dtype), subject.device)
+    return {name: p for name, p in module.named_parameters() if p.requires_grad}
+
+
+def _gradients(args, outputs, cotangents, params: dict | None = None) -> dict:
+    """Gradients of <outputs, cotangents> by input position, and by name for ``params`` (zeros where unused)."""
     inputs = {i: a for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad}
+    inputs.update(params or {})
     live = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
     if not (live and inputs):
         return {i: torch.zeros_like(x) for i, x in inputs.items()}
@@ -109,9 +121,10 @@ CHECK = Check(
     name="shared_grad",
     contract="for an entry with batch: B (samples along B independent), at batch sizes of 2 and up each "
              "sample's outputs and batched-input gradients equal that sample's alone, and an input without B "
-             "(shared across the batch) gets the sum of its per-sample gradients",
+             "(shared across the batch), and each parameter of a module, gets the sum of its per-sample gradients",
     run=run,
     applies=_applies,
+    version=2,  # 2: a module's parameters are shared inputs too
     min_batch=MIN_BATCH,
     script="""\
 def run(xs):  # floating outputs and, for cotangents cut from the batch's, gradients by input position
@@ -120,6 +133,8 @@ def run(xs):  # floating outputs and, for cotangents cut from the batch's, gradi
     return xs, [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.is_floating_point()]
 def gradients(xs, outs, cots):
     diff = {i: x for i, x in enumerate(xs) if torch.is_tensor(x) and x.requires_grad}
+    if isinstance(fn, torch.nn.Module):  # a module's parameters are shared across the batch too
+        diff.update({name: p for name, p in fn.named_parameters() if p.requires_grad})
     live = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
     found = torch.autograd.grad([o for o, _ in live], list(diff.values()), [c for _, c in live], allow_unused=True)
     return {i: torch.zeros_like(x) if g is None else g for (i, x), g in zip(diff.items(), found)}
@@ -143,11 +158,11 @@ for b, got in enumerate(per_sample):  # a batched input's gradient: each sample'
     for i, ax in batch_axes.items():
         if i in got:
             failed |= differs(f"sample {b} of {size}: gradient of input {i}", [got[i]], [whole[i].narrow(ax, b, 1)])
-for i in whole.keys() - batch_axes.keys():  # a shared input: the sum of its per-sample gradients
+for i in sorted(whole.keys() - batch_axes.keys(), key=str):  # shared: the sum of its per-sample gradients
     total = sum(g[i] for g in per_sample)
-    print(f"input {i} (shared): batch of {size} gives", whole[i].tolist(), "; the sum of per-sample gradients is",
+    print(f"{i!r} (shared): batch of {size} gives", whole[i].tolist(), "; the sum of per-sample gradients is",
           total.tolist())
-    failed |= differs(f"gradient of shared input {i} vs the per-sample sum", [whole[i]], [total])
+    failed |= differs(f"gradient of shared {i!r} vs the per-sample sum", [whole[i]], [total])
 print("FAILS" if failed else "holds")
 sys.exit(1 if failed else 0)
 """,

@@ -13,6 +13,7 @@ DOUBLE = {**CUBE, "supports": {"double_backward": True}}
 TWO = {"inputs": [{"shape": ["N"]}, {"shape": ["N"]}], "dims": {"N": [1, 4]}}
 BATCH = {"inputs": [{"shape": ["B", "N"]}, {"shape": ["N"]}, {"shape": ["N"]}], "dims": {"B": [1, 4], "N": [1, 3]},
          "batch": "B"}
+LAYER = {"kind": "module", "inputs": [{"shape": ["B", 3]}], "dims": {"B": [1, 3]}, "batch": "B"}
 VECTOR = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 4]}}
 DIRECTION = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 3]}, "reference": f"{S}:direction_reference"}
 
@@ -29,6 +30,8 @@ ROWS = [
     Planted(f"{P}:SkipsTermWhenAlone", "partial_grad", TWO, f"{P}:MulAdd", "with only input 1 requiring grad"),
     Planted(f"{P}:ScaleShiftMean", "shared_grad", BATCH, f"{P}:ScaleShift", "sum of its 2 per-sample gradients"),
     Planted(f"{P}:Centered", "shared_grad", BATCH, f"{P}:ScaleShift", "sample 0 of 2: output"),
+    Planted(f"{P}:scale_shift_mean_layer", "shared_grad", LAYER, f"{P}:scale_shift_layer",
+            "gradient of parameter 'b'"),
     Planted(f"{S}:MaskedSin", "gradcheck", VECTOR, f"{S}:Sin", "Jacobian mismatch"),
     Planted(f"{S}:WrongAbs", "gradcheck", VECTOR, f"{S}:Abs", "Jacobian mismatch"),
     Planted(f"{S}:WrongSecondDerivative", "gradgradcheck", {**VECTOR, "supports": {"double_backward": True}},
