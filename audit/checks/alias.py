@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Check, Violation, tolerance_values
 from audit.checks.jacobian import torch_sentence
 from audit.checks.tensors import differentiable, grad_outputs, mismatch, outputs_of
 
@@ -337,35 +337,195 @@ CHECK = Check(
     run=run,
     version=2,
     script="""\
-before = [a.detach().clone() if torch.is_tensor(a) else a for a in args]
-out = fn(*args)
-outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if torch.is_tensor(o)]
-for i, (a, b) in enumerate(zip(args, before)):
-    if torch.is_tensor(a):
-        print("input", i, "changed:", not torch.equal(a.detach(), b), "shares storage with an output:",
-              any(a.untyped_storage().data_ptr() == o.untyped_storage().data_ptr() for o in outs))
-def gradients(args, cotangents=None):
-    out = fn(*args)
-    live = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if torch.is_tensor(o) and o.requires_grad]
-    cotangents = cotangents or [torch.randn_like(o) for o in live]
-    diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
-    return torch.autograd.grad(live, diff, cotangents, allow_unused=True), cotangents
-fresh = lambda: [b.clone().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a, b in zip(args, before)]
-same = lambda got, kept: [None if g is None else not torch.equal(g, k) for g, k in zip(got, kept)]
-grads, cotangents = gradients(fresh())
-kept = [None if g is None else g.clone() for g in grads]
-gradients(fresh())  # the next call, other cotangents
-print("gradients changed by the next call:", same(grads, kept))
-first_args = fresh()
-grads, cotangents = gradients(first_args)
-kept = [None if g is None else g.clone() for g in grads]
-with torch.no_grad():
-    for g in grads:
+# The audit's property, step by step (audit/checks/alias.py); the first failure is printed and exits 1.
+from types import SimpleNamespace
+
+case = fresh(args)  # the case's values, kept apart from every run
+UPDATE = "an in-place update of the gradient of {} (grad += 1, as accumulation or in-place clipping does)"
+
+
+def fail(message):
+    print(message)
+    sys.exit(1)
+
+
+def writable(xs):  # the call's arguments: a copy for each input forward declares it writes
+    return [x.clone() if torch.is_tensor(x) and i in mutates else x for i, x in enumerate(xs)]
+
+
+def snapshot(xs):
+    return [(x.detach().clone(), x._version) if torch.is_tensor(x) else None for x in xs]
+
+
+def changed(x, saved):
+    copy, version = saved
+    return x._version != version or not torch.equal(x.detach().nan_to_num(), copy.nan_to_num())
+
+
+def mutations(xs, before):
+    for i, (x, saved) in enumerate(zip(xs, before)):
+        written = saved is not None and changed(x, saved)
+        if written and i not in mutates:
+            fail(f"forward modified input {i} in place, but mutates does not declare it")
+        if i in mutates and saved is not None and not written:
+            fail(f"input {i} is declared in mutates but forward left it unchanged")
+        if written and kind == "function" and x.requires_grad and type(x.grad_fn).__name__.startswith("CloneBackward"):
+            fail(f"forward modified input {i} in place without ctx.mark_dirty")
+
+
+# Forward: the target itself (unguarded), on a copy of each input it declares it writes.
+leaves = fresh(case)
+xs = writable(leaves)
+before = snapshot(xs)
+try:
+    outs = tensors_of(_target(*xs))
+except RuntimeError as exc:
+    if "a leaf Variable that requires grad has been used in an in-place operation" in str(exc):
+        copies = [a.clone() if torch.is_tensor(a) else a for a in leaves]  # which input does it write?
+        then = snapshot(copies)
+        _target(*copies)
+        mutations(copies, then)
+    raise
+if kind == "op":  # the schema's Tensor(a!) arguments against the registry's mutates
+    schema = getattr(getattr(_target, "default", _target), "_schema", None)
+    written = [a.alias_info for a in schema.arguments] if schema else []
+    mutable = {i for i, info in enumerate(written) if info is not None and info.is_write}
+    if schema and mutable != set(mutates):
+        fail(f"the schema marks arguments {sorted(mutable)} as mutable, the registry's mutates {sorted(mutates)}")
+    for i, (x, saved) in enumerate(zip(xs, before)):
+        if schema and saved is not None and i not in mutable and changed(x, saved):
+            fail(f"the op modified argument {i} in place, but its schema does not mark it mutable")
+mutations(xs, before)
+for k, out in enumerate(outs):
+    for i, x in enumerate(xs):
+        if (torch.is_tensor(x) and i not in set(views) | set(mutates) and out.numel() and x.numel()
+                and out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()):
+            fail(f"output {k} shares storage with input {i} (a view or the input itself where a copy was promised)")
+
+# Backward: grad_output and the inputs are left as they were.
+positions = [i for i, a in enumerate(leaves) if torch.is_tensor(a) and a.requires_grad]
+outs = live(outs)
+if positions and outs:
+    cots = cotangents(outs)
+    kept_cots, kept_inputs = snapshot(cots), snapshot([leaves[i] for i in positions])
+    torch.autograd.grad(outs, [leaves[i] for i in positions], cots, allow_unused=True)
+    for k, (c, saved) in enumerate(zip(cots, kept_cots)):
+        if changed(c, saved):
+            fail(f"backward modified grad_output {k} in place")
+    for i, saved in zip(positions, kept_inputs):
+        if changed(leaves[i], saved):
+            fail(f"backward modified input {i} in place")
+
+
+# Gradient memory: a returned gradient is not written again, and updating it in place changes nothing else.
+def one_pass(draw):  # forward and backward on fresh leaves (graph kept), cotangents drawn from `draw`
+    leaves = fresh(case)
+    outs = live(tensors_of(audited(*writable(leaves))))
+    if not positions or not outs:
+        return None
+    found = torch.autograd.grad(outs, [leaves[i] for i in positions], cotangents(outs, draw), retain_graph=True,
+                                allow_unused=True)
+    return SimpleNamespace(leaves=leaves, outs=outs, grads=list(found))
+
+
+def again(run, draw):  # a second backward through the same graph
+    found = torch.autograd.grad(run.outs, [run.leaves[i] for i in positions], cotangents(run.outs, draw),
+                                retain_graph=True, allow_unused=True)
+    return list(found)
+
+
+def copies(ts):
+    return [None if t is None else t.detach().clone() for t in ts]
+
+
+def delta(now, then):
+    if now is None:
+        return 0.0
+    now, then = now.detach().nan_to_num(), then.nan_to_num()
+    return 0.0 if torch.equal(now, then) else float((now.double() - then.double()).abs().max())
+
+
+def difference(got, expected, where):
+    for i, g, e in zip(where, got, expected):
+        if (g is None) != (e is None):
+            return f"the gradient of input {i} is {'None' if g is None else 'a tensor'} where it was not"
+        if g is not None and (g.shape != e.shape or not torch.allclose(g.double(), e.double(), atol=atol, rtol=rtol,
+                                                                      equal_nan=True)):
+            error = (g.double() - e.double()).abs().max().item() if g.shape == e.shape else "shape"
+            return f"gradient of input {i}: max |got - expected| = {error}"
+    return None
+
+
+def unchanged(run, kept, when, where):
+    for i, g, k in zip(positions, run.grads, kept):
+        if delta(g, k):
+            fail(f"the gradient of input {i} changed by max |delta| = {delta(g, k):.3g} when {when} ran with other "
+                 f"cotangents: backward returns memory it writes again ({where})")
+
+
+def bump(g):  # grad += 1; False where torch refuses (an expanded gradient) or there is nothing to write
+    if g is None or g.numel() == 0:
+        return False
+    try:
+        with torch.no_grad():
+            g.add_(1)
+    except RuntimeError:
+        return False
+    return True
+
+
+def after_update(run, n):  # what changes after updating gradient n of run in place (every gradient: None)
+    named = [(f"input {i}", a) for i, a in enumerate(run.leaves) if torch.is_tensor(a)]
+    named += [(f"output {k}", o) for k, o in enumerate(run.outs)]
+    before, grads = copies([t for _, t in named]), copies(run.grads)
+    if not any([bump(g) for k, g in enumerate(run.grads) if n in (None, k)]):
+        return None
+    said = UPDATE.format("each input" if n is None else f"input {positions[n]}")
+    for (label, now), then in zip(named, before):
+        if delta(now, then):
+            return f"after {said}, {label} changed: max |delta| = {delta(now, then):.3g}"
+    problem = difference(one_pass(seed).grads, grads, positions) if next_call else None
+    if problem:
+        return f"after {said}, the next call gives a different result: {problem}"
+    if same_graph:
         try:
-            g.add_(1)  # as gradient accumulation or in-place clipping does
-        except (AttributeError, RuntimeError):
-            pass  # no gradient, or an expanded one that torch refuses to write
-print("inputs changed by grad += 1:", [not torch.equal(a.detach(), b) for a, b in zip(first_args, before) if torch.is_tensor(a)])
-print("next call's gradients differ after grad += 1:", same(gradients(fresh(), cotangents)[0], kept))
+            problem = difference(again(run, seed), grads, positions)
+        except Exception as exc:  # e.g. autograd's version counter: the update reached a saved tensor
+            problem = f"it raises {type(exc).__name__}: {exc}"
+        if problem:
+            return f"after {said}, a second backward through the same graph gives a different result: {problem}"
+    return None
+
+
+first = one_pass(seed)
+if first is not None:
+    kept = copies(first.grads)
+    one_pass(seed + 1)
+    unchanged(first, kept, "the next call (forward and backward)", "a buffer kept between calls")
+    try:
+        again(first, seed + 1)
+    except Exception:  # a graph that cannot run backward twice is no sign of shared memory
+        pass
+    else:
+        unchanged(first, kept, "a second backward through the same graph (retain_graph=True)", "a workspace on ctx")
+    # Only where the target gives the same gradients again without an update is a difference the update's doing.
+    try:
+        same_graph = difference(again(first, seed), first.grads, range(len(first.grads))) is None
+    except Exception:
+        same_graph = False
+    rerun = one_pass(seed)
+    both = rerun.outs + rerun.grads
+    next_call = difference(both, first.outs + first.grads, range(len(both))) is None
+    problem = after_update(first, None)
+    if problem:
+        for n in range(len(first.grads)):  # name the one gradient that does it alone
+            alone = after_update(one_pass(seed), n)
+            if alone:
+                fail(alone)
+        fail(problem)
+print("holds: no undeclared write or sharing in forward, no write in backward, no gradient memory that changes "
+      "a result")
+sys.exit(0)
 """,
+    script_values=tolerance_values,
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch.utils.checkpoint import checkpoint
 
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Check, Violation, tolerance_values
 from audit.checks.tensors import compare_all, gradients, mismatch, outputs_of
 
 IMPURE = ("forward is not pure: two runs from the same inputs and RNG state differ ({problem}); checkpoint "
@@ -68,14 +68,41 @@ CHECK = Check(
     claimed=lambda entry: entry.supports.checkpoint,
     claim="supports.checkpoint",
     script="""\
+# The audit's property: a second plain run gives the same outputs and gradients (forward is pure), and so does
+# a run under checkpoint (non-reentrant); every call of the target, the recomputation in backward included,
+# starts from the cell's seed, and the gradients are those of the cell's cotangents.
 from torch.utils.checkpoint import checkpoint
-diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
-def grads(out):
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return torch.autograd.grad([o.sum() for o in outs if o.requires_grad], diff)
-torch.manual_seed(0)
-print("plain:     ", grads(fn(*args)))
-torch.manual_seed(0)
-print("checkpoint:", grads(checkpoint(fn, *args, use_reentrant=False)))
+
+case = fresh(args)  # the case's values: each run gets its own leaves, as in the audit
+
+
+def run(checkpointed):
+    xs = fresh(case)
+    if checkpointed:
+        outs = list(checkpoint(lambda *xs: tuple(tensors_of(audited(*xs))), *xs, use_reentrant=False))
+    else:
+        outs = tensors_of(audited(*xs))
+    return [o.detach() for o in outs], vjp(outs, xs)
+
+
+def impure(plain, reruns):
+    for _ in range(reruns):
+        again = run(False)
+        if differs("forward is not pure: a second plain run differs,", again[0] + again[1], plain[0] + plain[1]):
+            return True
+    return False
+
+
+plain = run(False)
+failed = impure(plain, 1)
+if not failed:
+    checked = run(True)
+    failed = differs("output under checkpoint", checked[0], plain[0])
+    failed |= differs("gradient under checkpoint (forward recomputed in backward) of input", checked[1], plain[1])
+    if failed:
+        impure(plain, 4)  # a recomputation that differs: does forward keep state of its own?
+print("fails" if failed else "holds: plain runs agree, and checkpoint gives the plain outputs and gradients")
+sys.exit(1 if failed else 0)
 """,
+    script_values=tolerance_values,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Check, Violation, tolerance_values
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import differentiable, grad_outputs, outputs_of
 
@@ -30,9 +30,16 @@ CHECK = Check(
     applies=lambda entry: entry.may_be_empty,
     empty=True,
     script="""\
-out = fn(*args)
-outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if o.requires_grad]
+# The audit's property: forward, then backward with the cell's cotangents, on empty tensors; each gradient has
+# its input's shape. A target that raises (here or in backward) fails it too: the traceback, exit code 1.
 diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
-print(torch.autograd.grad(outs, diff, [torch.ones_like(o) for o in outs], allow_unused=True))
+failed = False
+for i, (g, x) in enumerate(zip(vjp(tensors_of(audited(*args)), args), diff)):
+    if g.shape != x.shape:
+        print(f"gradient of input {i} has shape {list(g.shape)}, expected {list(x.shape)}")
+        failed = True
+print("fails" if failed else "holds: forward and backward run on the empty case, each gradient of its input's shape")
+sys.exit(1 if failed else 0)
 """,
+    script_values=tolerance_values,
 )

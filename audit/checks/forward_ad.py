@@ -7,7 +7,7 @@ from torch.autograd.gradcheck import GradcheckError
 
 from audit.checks import smoothness
 from audit.checks.interface import Check, Violation
-from audit.checks.jacobian import gradcheck_options, torch_sentence, wrap
+from audit.checks.jacobian import gradcheck_options, gradcheck_values, torch_sentence, wrap
 from audit.checks.subject import grad_inputs
 from audit.errors import first_line
 
@@ -39,10 +39,35 @@ CHECK = Check(
     claimed=lambda entry: entry.supports.forward_ad,
     claim="supports.forward_ad",
     script="""\
+# The audit's property: torch's gradcheck with only the forward-mode comparison, with the audit's options.
+# Not replayed: the audit excuses a mismatch at a point where the function is not differentiable
+# (audit/checks/smoothness.py); this case is one it did not excuse.
+from torch.autograd.gradcheck import GradcheckError
+
 diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
+
+
 def f(*xs):
     it = iter(xs)
-    return fn(*[next(it) if torch.is_tensor(a) and a.requires_grad else a for a in args])
-print(torch.autograd.gradcheck(f, diff, check_forward_ad=True, check_backward_ad=False))
+    outs = [o for o in tensors_of(audited(*[next(it) if torch.is_tensor(a) and a.requires_grad else a for a in args]))
+            if o.is_floating_point()]
+    return tuple(outs) if len(outs) != 1 else outs[0]
+
+
+if not diff:
+    print("no input requires a gradient")
+    sys.exit(1)
+try:  # the audit's options: eps, tolerances and fast mode for this dtype and size
+    torch.autograd.gradcheck(f, diff, check_forward_ad=True, check_backward_ad=False, check_batched_grad=False,
+                             **options)
+except NotImplementedError as exc:
+    print("no forward-mode formula:", exc)
+    sys.exit(1)
+except GradcheckError as exc:
+    print("forward-mode AD:", exc)
+    sys.exit(1)
+print("holds: the jvp equals finite differences")
+sys.exit(0)
 """,
+    script_values=gradcheck_values,
 )

@@ -7,7 +7,7 @@ from torch.autograd.gradcheck import GradcheckError
 
 from audit.checks.interface import Check, Violation
 from audit.checks import smoothness
-from audit.checks.jacobian import explain_gradcheck_failure, gradcheck_options, wrap
+from audit.checks.jacobian import explain_gradcheck_failure, gradcheck_options, gradcheck_values, wrap
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import compare_all, outputs_of, vjp
 
@@ -122,5 +122,5 @@ if ref is not None and not failed:  # the gradient against the reference's, with
 print("FAILS" if failed else "holds")
 sys.exit(1 if failed else 0)
 """,
-    script_values=lambda subject, case: {"options": gradcheck_options(subject, grad_inputs(subject.args(case)))},
+    script_values=gradcheck_values,
 )

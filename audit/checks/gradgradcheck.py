@@ -7,7 +7,7 @@ from torch.autograd.gradcheck import GradcheckError
 
 from audit.checks import smoothness
 from audit.checks.interface import Check, Violation
-from audit.checks.jacobian import gradcheck_options, torch_sentence, wrap
+from audit.checks.jacobian import gradcheck_options, gradcheck_values, torch_sentence, wrap
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import differentiable, grad_outputs, outputs_of
 
@@ -118,5 +118,5 @@ except (GradcheckError, RuntimeError) as exc:  # RuntimeError: e.g. @once_differ
 print("FAILS" if failed else "holds")
 sys.exit(1 if failed else 0)
 """,
-    script_values=lambda subject, case: {"options": gradcheck_options(subject, grad_inputs(subject.args(case)))},
+    script_values=gradcheck_values,
 )

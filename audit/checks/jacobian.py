@@ -6,6 +6,7 @@ import re
 
 import torch
 
+from audit.checks.subject import grad_inputs
 from audit.checks.tensors import outputs_of
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
@@ -42,6 +43,11 @@ def gradcheck_options(subject, inputs) -> dict:
     scale = size if fast else 1
     return {"eps": _EPS[subject.dtype], "atol": atol / scale, "rtol": rtol / scale,
             "fast_mode": fast, "check_undefined_grad": False}
+
+
+def gradcheck_values(subject, case) -> dict:
+    """``script_values`` of the checks that run torch's gradcheck: its options as the audit passes them."""
+    return {"options": gradcheck_options(subject, grad_inputs(subject.args(case)))}
 
 
 def gradcheck_tolerance(subject) -> tuple[float, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Check, Violation, tolerance_values
 from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of
 
 ACCEPTED = ("modified by an inplace operation", "is a view and is being modified inplace",
@@ -62,10 +62,49 @@ CHECK = Check(
              "different gradient means a tensor kept outside save_for_backward",
     run=run,
     script="""\
-xs = [a.clone() if torch.is_tensor(a) and a.is_floating_point() else a for a in args]
-out = fn(*xs)
-with torch.no_grad():
-    xs[0].mul_(2).add_(0.5)
-print(torch.autograd.grad(out, [a for a in args if torch.is_tensor(a) and a.requires_grad], torch.ones_like(out)))
+# The audit's property: after forward, each floating input (its copy passed to the target) and then each
+# output is modified in place; backward must then raise autograd's in-place error or give the gradient it gives
+# without the write (the cell's cotangents).
+ACCEPTED = ("modified by an inplace operation", "is a view and is being modified inplace",
+            "has been modified inplace", "a leaf Variable that requires grad")
+case = fresh(args)  # the case's values: each run gets its own leaves, as in the audit
+
+
+def gradients(victim=None):
+    leaves = fresh(case)
+    diff = [a for a in leaves if torch.is_tensor(a) and a.requires_grad]
+    xs = [a.clone() if torch.is_tensor(a) and a.is_floating_point() else a for a in leaves]
+    floating = [x for x in xs if torch.is_tensor(x) and x.is_floating_point()]
+    outs = live(tensors_of(audited(*xs, clone=False)))  # xs are copies already
+    if not diff or not outs:
+        return None
+    try:
+        if victim is not None:
+            written = floating[victim[1]] if victim[0] == "input" else outs[victim[1]]
+            if written.numel() == 0:
+                return None
+            with torch.no_grad():
+                written.mul_(2).add_(0.5)
+        found = torch.autograd.grad(outs, diff, cotangents(outs), allow_unused=True)
+    except RuntimeError as exc:
+        if any(words in str(exc) for words in ACCEPTED):
+            print(f"with {victim} modified in place, backward raised autograd's error (as it should): {exc}")
+            return None
+        raise
+    return filled(found, diff), outs
+
+
+baseline = gradients()
+failed = False
+if baseline is not None:
+    floating = sum(torch.is_tensor(a) and a.is_floating_point() for a in args)
+    for victim in [("input", i) for i in range(floating)] + [("output", k) for k in range(len(baseline[1]))]:
+        got = gradients(victim)
+        if got is not None:
+            failed |= differs(f"after {victim[0]} {victim[1]} was modified in place, backward silently returned "
+                              "a different gradient of input", got[0], baseline[0])
+print("fails" if failed else "holds: every in-place write after forward is refused by autograd or changes no gradient")
+sys.exit(1 if failed else 0)
 """,
+    script_values=tolerance_values,
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, NotApplicable, Violation
+from audit.checks.interface import Check, NotApplicable, Violation, tolerance_values
 from audit.checks.tensors import compare_all, outputs_of
 from audit.inputs.case import Case, TensorArg
 
@@ -166,5 +166,5 @@ for i in sorted(whole.keys() - batch_axes.keys(), key=str):  # shared: the sum o
 print("FAILS" if failed else "holds")
 sys.exit(1 if failed else 0)
 """,
-    script_values=lambda subject, case: {"atol": subject.tolerance().atol, "rtol": subject.tolerance().rtol},
+    script_values=tolerance_values,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Check, Violation, tolerance_values
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of
 
@@ -41,11 +41,23 @@ CHECK = Check(
              "equals backward with explicit zeros for the others",
     run=run,
     script="""\
-out = fn(*args)
-outs = list(out) if isinstance(out, (tuple, list)) else [out]
+# The audit's property: for each output k, backward through output k alone (the others' gradients undefined,
+# None in backward) runs and equals backward through all outputs with zeros as the others' cotangents.
 diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
-for k, o in enumerate(outs):
-    if torch.is_tensor(o) and o.requires_grad:  # the other outputs' gradients stay undefined
-        print(k, torch.autograd.grad(o, diff, torch.ones_like(o), retain_graph=True, allow_unused=True))
+outs = live(tensors_of(audited(*args)))
+cots = cotangents(outs)
+failed = False
+for k, o in enumerate(outs if diff else []):
+    try:
+        alone = torch.autograd.grad(o, diff, cots[k], retain_graph=True, allow_unused=True)
+    except (TypeError, RuntimeError, AttributeError) as exc:
+        print(f"backward through output {k} alone raised {type(exc).__name__}: {exc}")
+        sys.exit(1)
+    masked = [c if j == k else torch.zeros_like(c) for j, c in enumerate(cots)]
+    full = torch.autograd.grad(outs, diff, masked, retain_graph=True, allow_unused=True)
+    failed |= differs(f"backward through output {k} alone: gradient of input", filled(alone, diff), filled(full, diff))
+print("fails" if failed else "holds: backward through each output alone equals backward with zeros for the others")
+sys.exit(1 if failed else 0)
 """,
+    script_values=tolerance_values,
 )

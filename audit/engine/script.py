@@ -49,33 +49,74 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     if entry.batch:
         axes = {i: spec.shape.index(entry.batch) for i, spec in entry.tensor_inputs if entry.batch in spec.shape}
         lines.append(f"batch_axes = {axes!r}  # argument -> the axis of the batch dim {entry.batch}")
-    if "grads(" in (check.script or "") or "differs(" in (check.script or ""):
+    if any(f"{name}(" in (check.script or "") for name in HELPERS):
         lines.append(GRADS_HELPER)
     lines.append(check.script or "print(fn(*args))")
     return "\n".join(lines) + "\n"
 
 
+#: The functions GRADS_HELPER defines: a script that calls one gets them all.
+HELPERS = ("grads", "differs", "tensors_of", "live", "cotangents", "filled", "vjp", "fresh")
+
 GRADS_HELPER = '''\
+def tensors_of(out):
+    """The tensors a call returned (a tensor, or those of a tuple or list)."""
+    return [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o)]
+
+
+def live(outs):
+    """The floating outputs that take part in autograd."""
+    return [o for o in outs if o.is_floating_point() and o.requires_grad]
+
+
+def cotangents(outs, seed=seed):
+    """One cotangent per output, drawn as the audit draws them: from ``seed`` (the cell's), in float64."""
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outs]
+
+
+def filled(found, xs):
+    """Gradients with each None (input unused) as zeros of its input's shape."""
+    return [torch.zeros_like(x) if g is None else g for g, x in zip(found, xs)]
+
+
+def vjp(outs, xs):
+    """Gradients of <the live outputs, their cotangents> for the xs that require grad (zeros where unused);
+    [] when nothing is differentiable."""
+    outs, diff = live(outs), [x for x in xs if torch.is_tensor(x) and x.requires_grad]
+    if not (outs and diff):
+        return []
+    return filled(torch.autograd.grad(outs, diff, cotangents(outs), allow_unused=True), diff)
+
+
+def fresh(xs):
+    """New leaves with the values of ``xs`` (requires_grad kept), as the audit builds for each run, so that a
+    target writing its arguments cannot change the next run; a transposed layout is kept, a strided or offset one
+    not (the checks that rebuild draw no layouts)."""
+    return [x.detach().clone().requires_grad_(x.requires_grad) if torch.is_tensor(x) else x for x in xs]
+
+
 def grads(f, xs, layout=None):
     """Floating outputs of f(*xs) and the gradients of <outputs, cotangents drawn from the cell's seed> for
     the inputs that require grad (zeros where unused); ``layout`` lays the cotangents out as the audit did."""
-    out = f(*xs)
-    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.is_floating_point()]
-    generator = torch.Generator().manual_seed(seed)
-    live = [o for o in outs if o.requires_grad]  # one cotangent per differentiable output, in order
-    cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in live]
+    outs = [o for o in tensors_of(f(*xs)) if o.is_floating_point()]
+    live_outs = live(outs)  # one cotangent per differentiable output, in order
+    cots = cotangents(live_outs)
     if layout in ("expanded", "expanded values"):  # stride 0, or the same values dense
         cots = [c.reshape(-1)[:1].expand(c.shape) if c.numel() and c.dim() else c for c in cots]
         cots = [c.contiguous() for c in cots] if layout == "expanded values" else cots
     elif layout is not None:
         cots = [laid_out(c, layout if c.dim() >= (2 if layout == "transposed" else 1) else "offset") for c in cots]
     diff = [x for x in xs if torch.is_tensor(x) and x.requires_grad]
-    found = torch.autograd.grad(live, diff, cots, allow_unused=True) if live and diff else []
-    return [o.detach() for o in outs], [torch.zeros_like(x) if g is None else g for g, x in zip(found, diff)]
+    found = torch.autograd.grad(live_outs, diff, cots, allow_unused=True) if live_outs and diff else []
+    return [o.detach() for o in outs], filled(found, diff)
 
 
 def differs(label, got, expected):
     """Print and say whether ``got`` is not close to ``expected`` (the audit's atol and rtol)."""
+    if len(got) != len(expected):
+        print(f"{label}: {len(got)} tensors, expected {len(expected)}")
+        return True
     bad = False
     for i, (g, e) in enumerate(zip(got, expected)):
         if g.shape != e.shape or not torch.allclose(g.double(), e.double(), atol=atol, rtol=rtol, equal_nan=True):
@@ -130,18 +171,31 @@ for seed in range({batches}):
 
 
 def _guard(entry: Entry, rng_seed: int) -> list[str]:
-    """The target as the audit calls it (Subject.guard): a leaf at a mutates position cloned, and for a
-    stochastic entry torch's generator reset first (the audit also makes each draw in float64 on the CPU:
-    not replayed here, so a float64 contiguous CPU case replays exactly)."""
-    body = []
-    if entry.mutates:
-        body.append(f"    args = [a.clone() if i in {list(entry.mutates)!r} and torch.is_tensor(a) and a.is_leaf "
-                    "else a for i, a in enumerate(args)]")
-    if not entry.supports.deterministic:
-        body.append(f"    torch.manual_seed({rng_seed})")
-    if not body:
+    """The target as the audit calls it (Subject.guard), as ``audited``: a leaf at a mutates position cloned,
+    and torch's generator reset to the cell's seed first (the audit also makes a stochastic entry's draws in
+    float64 on the CPU: not replayed here, so a float64 contiguous CPU case replays exactly). ``fn`` and ``ref``
+    are called so where that changes anything (an in-place or stochastic entry); ``_target`` is the target
+    itself, ``kind``, ``mutates`` and ``views`` what the registry says of it."""
+    if entry.kind == "model":
         return []
-    return ["_target = fn", "def fn(*args):  # as the audit calls the target", *body, "    return _target(*args)"]
+    lines = [f"kind, mutates, views = {entry.kind!r}, {list(entry.mutates)!r}, {list(entry.views)!r}  # registry",
+             "_target = fn  # the target itself", GUARDED.format(seed=rng_seed), "audited = guarded(_target)"]
+    if entry.mutates or not entry.supports.deterministic:
+        lines.append("fn, ref = audited, ref and guarded(ref)")
+    return lines
+
+
+GUARDED = '''\
+def guarded(f):
+    """``f`` called as the audit calls the target and its reference: each leaf at a mutates position replaced
+    by its clone (clone=False: the caller passes copies), and torch's generator reset to the cell's seed first."""
+    def call(*args, clone=True):
+        if clone:
+            args = [a.clone() if i in mutates and torch.is_tensor(a) and a.is_leaf else a for i, a in enumerate(args)]
+        torch.manual_seed({seed})
+        return f(*args)
+    return call
+'''
 
 
 def _target_line(name: str, target: str, kind: str) -> str:
