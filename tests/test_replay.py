@@ -26,7 +26,7 @@ from tests.replay import Planted, not_replayed, rows
 
 ROWS = rows()
 FIXTURES = ("broken", "correct_shapes", "global_state", "hostile", "inplace_stochastic", "layers", "layout",
-            "partial", "smoothness", "transforms", "upgrade", "local_function", "ops")
+            "partial", "smoothness", "transforms", "upgrade", "local_function", "ops", "replay_safety")
 
 
 @pytest.fixture(scope="module")

@@ -22,15 +22,20 @@ class Planted(NamedTuple):
 
     @property
     def id(self) -> str:
-        """A readable test id: bug name and check."""
-        return f"{self.bug.split(':')[1]}-{self.check}"
+        """A readable test id: the bug's module and name, and the check (two fixture modules may plant bugs
+        of the same name, and the test keys its results by this id)."""
+        module, _, name = self.bug.rpartition(":")  # an op is "namespace::name"
+        return f"{module.rstrip(':').rsplit('.', 1)[-1]}.{name}-{self.check}"
 
 
 def rows() -> list[Planted]:
     """Every table's rows."""
     from tests.replay import core, safety, transforms_layers
 
-    return [*core.ROWS, *safety.ROWS, *transforms_layers.ROWS]
+    found = [*core.ROWS, *safety.ROWS, *transforms_layers.ROWS]
+    ids = [row.id for row in found]
+    assert len(set(ids)) == len(ids), f"two rows share an id: {sorted(i for i in ids if ids.count(i) > 1)}"
+    return found
 
 
 def not_replayed() -> dict[str, str]:
