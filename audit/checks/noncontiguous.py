@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Check, Violation, tolerance_values
 from audit.checks.subject import grad_inputs, laid_out
 from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of, vjp
 
@@ -76,4 +76,5 @@ failed |= differs("gradient (expanded grad_outputs)", grads(fn, dense, "expanded
                   grads(fn, dense, "expanded values")[1])
 sys.exit(1 if failed else 0)
 """,
+    script_values=tolerance_values,  # the script compares at the check's tolerance
 )

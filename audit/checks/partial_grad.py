@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Check, Violation, tolerance_values
 from audit.checks.tensors import mismatch, outputs_of
 from audit.errors import first_line
 from audit.frames import user_site
@@ -90,4 +90,5 @@ for i in positions:
         failed = True
 sys.exit(1 if failed else 0)
 """,
+    script_values=tolerance_values,  # the script compares at the check's tolerance
 )
