@@ -61,6 +61,8 @@ class AuditResult:
                              f"{cell.message}")
                 if cell.case:
                     lines.append(f"    shrunk case: {cell.case}")
+                for other in cell.failures[1:]:  # a further failure of another kind
+                    lines += [f"    also: {other.message}", f"      shrunk case: {other.case}"]
             raise AuditAssertionError("\n".join(lines))
         return self
 

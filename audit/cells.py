@@ -5,8 +5,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from audit.contract import Status
-from audit.engine.outcome import ERRORED, HELD, SKIPPED, Outcome
+from audit.engine.outcome import ERRORED, HELD, SKIPPED, Failure, Outcome
 from audit.registry.model import Entry
+
+
+@dataclass(frozen=True)
+class CellFailure:
+    """One of a cell's distinct failures: what it said, its shrunk case, and the command that runs its own
+    replay script."""
+
+    message: str
+    case: dict | None = None
+    repro: str = ""
+    script: str | None = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> dict:
+        """The contract's failure object."""
+        return {"message": self.message, "case": self.case, "repro": self.repro}
+
+    @staticmethod
+    def from_json(data: dict) -> "CellFailure":
+        """The inverse of :meth:`to_json`."""
+        return CellFailure(data.get("message", ""), data.get("case"), data.get("repro", ""))
 
 
 @dataclass(frozen=True)
@@ -26,6 +46,7 @@ class Cell:
     expected: bool = False
     metrics: dict = field(default_factory=dict)
     script: str | None = field(default=None, compare=False, repr=False)
+    failures: tuple[CellFailure, ...] = ()
 
     def gates(self, strict: bool) -> bool:
         """Whether this cell fails the gate. Only claims gate: an unclaimed cell (a dtype probe, a property
@@ -35,8 +56,15 @@ class Cell:
             return False
         return self.claimed or self.status is Status.XPASS
 
+    def scripts(self) -> tuple[str, ...]:
+        """The replay script of each of the cell's failures, the first failure's first (none for a cell
+        that did not fail)."""
+        if not self.script:
+            return ()
+        return (self.script,) + tuple(f.script for f in self.failures[1:] if f.script)
+
     def to_json(self) -> dict:
-        """The contract's cell object (``case``, ``expected`` and ``metrics`` only when set)."""
+        """The contract's cell object (``case``, ``expected``, ``metrics`` and ``failures`` only when set)."""
         data = {"check": self.check, "dtype": self.dtype, "device": self.device, "status": self.status.value,
                 "claimed": self.claimed, "examples": self.examples, "seconds": round(self.seconds, 3),
                 "message": self.message, "repro": self.repro}
@@ -46,6 +74,8 @@ class Cell:
             data["expected"] = True
         if self.metrics:
             data["metrics"] = self.metrics
+        if self.failures:
+            data["failures"] = [f.to_json() for f in self.failures]
         return data
 
     @staticmethod
@@ -55,16 +85,30 @@ class Cell:
                     status=Status(data["status"]), claimed=data.get("claimed", True), examples=data.get("examples", 0),
                     seconds=data.get("seconds", 0.0), message=data.get("message", ""),
                     repro=data.get("repro", ""), case=data.get("case"), expected=data.get("expected", False),
-                    metrics=data.get("metrics", {}))
+                    metrics=data.get("metrics", {}),
+                    failures=tuple(CellFailure.from_json(f) for f in data.get("failures", ())))
 
 
-def judge(entry: Entry, outcome: Outcome, *, claimed: bool, claim: str, today: str, repro: str) -> Cell:
-    """Apply the claim and any waiver to a raw outcome."""
+def judge(entry: Entry, outcome: Outcome, *, claimed: bool, claim: str, today: str, repro: str,
+          replays=()) -> Cell:
+    """Apply the claim and any waiver to a raw outcome. ``replays``: the command that runs each failure's
+    replay script, the first failure's first (empty where no script is written)."""
     key = outcome.key
     status, message, expected = _status(entry, outcome, claimed, claim, today)
     return Cell(check=key.check, dtype=key.dtype, device=key.device, status=status, claimed=claimed,
                 examples=outcome.examples, seconds=outcome.seconds, message=message, repro=repro,
-                case=outcome.case, expected=expected, metrics=dict(outcome.details), script=outcome.script)
+                case=outcome.case, expected=expected, metrics=dict(outcome.details), script=outcome.script,
+                failures=_failures(outcome, tuple(replays)))
+
+
+def _failures(outcome: Outcome, replays: tuple[str, ...]) -> tuple[CellFailure, ...]:
+    """Every distinct failure, the first failure first, when there are several; none for one failure,
+    which the cell's own ``message``, ``case`` and ``repro`` say."""
+    if not outcome.others:
+        return ()
+    found = (Failure(outcome.message, outcome.case, outcome.script),) + outcome.others
+    replays += ("",) * (len(found) - len(replays))
+    return tuple(CellFailure(f.message, f.case, r, f.script) for f, r in zip(found, replays))
 
 
 def _status(entry: Entry, outcome: Outcome, claimed: bool, claim: str, today: str):

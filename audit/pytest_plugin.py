@@ -111,6 +111,7 @@ class AuditFailure(Exception):
         for cell in cells:
             lines.append(f"  {cell.check} {cell.status.value.upper()} ({cell.dtype}, {cell.device}): {cell.message}")
             lines.append(f"    repro: {cell.repro}")
+            lines += [f"    also: {other.message}" for other in cell.failures[1:]]  # further failures, other kinds
         super().__init__("\n".join(lines))
 
 

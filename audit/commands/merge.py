@@ -7,8 +7,9 @@ from pathlib import Path
 
 from audit import outlock, reports
 from audit.commands.diff import read_matrix
-from audit.commands.run import drop_stale_scripts, script_name, show
+from audit.commands.run import drop_stale_scripts, show
 from audit.contract import Exit
+from audit.replays import cell_scripts, script_command
 from audit.shard import merge
 
 
@@ -16,12 +17,22 @@ def merge_command(shards, out: str, strict: bool, output_format: str = "text") -
     """Merge, write ``matrix.json`` and ``matrix.md`` (and copy replay scripts), exit 1 if the gate fails."""
     merged = merge([(path, read_matrix(path)) for path in shards], strict)
     folder = Path(out)
-    wanted = {script_name(e["name"], c["check"], c["dtype"], c["device"]) for e in merged["entries"] for c in e["cells"]}
+    wanted = {name for e in merged["entries"] for c in e["cells"] for name in cell_scripts(e["name"], c)}
+    _point_replays(merged, out)
     with outlock.exclusive(folder):
         drop_stale_scripts(folder, _copy_scripts(shards, folder, wanted))
         reports.write_all(folder, merged)
     show(merged, output_format)
     return Exit.GATE_FAILED if merged["verdict"] == "fail" else Exit.OK
+
+
+def _point_replays(merged: dict, out: str) -> None:
+    """Point each listed failure's replay command at its script's copy in ``out``, as an unsharded run into
+    ``out`` names it (a shard's matrix names the shard's own folder)."""
+    for entry in merged["entries"]:
+        for cell in entry["cells"]:
+            for failure, name in zip(cell.get("failures", ()), cell_scripts(entry["name"], cell)):
+                failure["repro"] = script_command(out, name)
 
 
 def _copy_scripts(shards, folder: Path, wanted: set[str]) -> set[str]:

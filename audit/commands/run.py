@@ -17,6 +17,7 @@ from audit.contract import Exit, Status
 from audit.errors import UsageError
 from audit.profiles import settle
 from audit.registry.load import load_registry
+from audit.replays import script_name
 from audit import outlock, reports
 
 
@@ -56,7 +57,7 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
             only = select_checks(table, checks)
             with make_progress("off" if quiet else progress) as reporter:
                 result = run_engine(loaded, entries, table, options, only=only, devices=set(devices) or None,
-                                    on_event=reporter, workers=workers) if entries else None
+                                    on_event=reporter, workers=workers, out=str(out)) if entries else None
         finally:
             for worker in workers:
                 worker.close()
@@ -101,17 +102,13 @@ REPLAYED = (Status.FAIL, Status.WAIVED)
 
 
 def _write(out: Path, matrix: dict, result) -> None:
-    scripts = {script_name(entry.entry.name, cell.check, cell.dtype, cell.device): cell.script
-               for entry in result.entries for cell in entry.cells if cell.script and cell.status in REPLAYED}
+    scripts = {script_name(entry.entry.name, cell.check, cell.dtype, cell.device, number): script
+               for entry in result.entries for cell in entry.cells if cell.status in REPLAYED
+               for number, script in enumerate(cell.scripts(), 1)}
     for name, script in scripts.items():
         matrix_mod.write_atomic(out / "repro" / name, script)
     drop_stale_scripts(out, set(scripts))
     reports.write_all(out, matrix)
-
-
-def script_name(entry: str, check: str, dtype: str, device: str) -> str:
-    """The file name of a cell's replay script under ``repro/``."""
-    return re.sub(r"[^\w.-]", "_", f"{entry}__{check}__{dtype}__{device}.py")
 
 
 def drop_stale_scripts(out: Path, kept: set[str]) -> None:

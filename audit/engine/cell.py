@@ -8,7 +8,7 @@ from audit.checks.subject import Subject
 from audit.engine.explore import explore
 from audit.engine.isolation import isolated
 from audit.engine.options import RunOptions, cell_seed
-from audit.engine.outcome import ERRORED, HELD, SKIPPED, VIOLATED, CellKey, Outcome
+from audit.engine.outcome import ERRORED, HELD, SKIPPED, VIOLATED, CellKey, Failure, Outcome
 from audit.engine.script import replay_script
 from audit.inputs.strategies import for_check
 
@@ -36,7 +36,8 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
 
     examples = options.examples if claimed else options.unclaimed_examples
     try:
-        found = explore(prop, for_check(entry, check), examples=examples, seed_value=seed, shrink=claimed)
+        found = explore(prop, for_check(entry, check), examples=examples, seed_value=seed, shrink=claimed,
+                        budget=options.cell_budget(claimed))
     except SystemExit as exc:
         return Outcome(key, ERRORED, f"the target called sys.exit({exc.code!r})")
     metrics = dict(subject.metrics)
@@ -44,13 +45,20 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
         return Outcome(key, SKIPPED, found.skipped, found.examples, found.seconds, details=metrics)
     if found.held:
         return Outcome(key, HELD, "", found.examples, found.seconds, details=metrics)
+    first = _failure(entry, check, key, options, subject, found)
+    others = tuple(_failure(entry, check, key, options, subject, other) for other in found.others)
+    return Outcome(key, VIOLATED, first.message, found.examples, found.seconds, first.case, first.script, metrics,
+                   others)
+
+
+def _failure(entry, check, key: CellKey, options: RunOptions, subject: Subject, found) -> Failure:
+    """One failure as the outcome carries it: its message with where it showed, its case, its replay script."""
     script = replay_script(entry, check, found.case, dtype=key.dtype, device=key.device, seed=options.seed,
                            message=found.message, base=str(Path(options.base).resolve()),
-                           tolerance=subject.tolerance(tight=True), rng_seed=seed,
+                           tolerance=subject.tolerance(tight=True), rng_seed=subject.seed,
                            values=check.script_values(subject, found.case) if check.script_values else {})
     where = f"; on {found.case.describe()}" if found.case.args else ""
-    return Outcome(key, VIOLATED, f"{found.message}{where}", found.examples,
-                   found.seconds, found.case.to_json(), script, metrics)
+    return Failure(f"{found.message}{where}", found.case.to_json(), script)
 
 
 def seed_global_generators(seed: int) -> None:

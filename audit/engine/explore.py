@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.configuration import set_hypothesis_home_dir
@@ -35,9 +36,44 @@ def _private_storage() -> None:
 _private_storage()
 
 
+def _no_local_constants() -> None:
+    """Hypothesis sometimes draws a number literal found in any "local" module already imported (not in
+    site-packages): which modules a worker had loaded before a cell (other entries' targets, sharding, an
+    editable install of the audit) would change the cell's cases, and a seed would no longer fix them. The
+    pool of local constants is kept empty (Hypothesis's global constants, 0, 1, infinities..., still are
+    drawn). A private hook: where a Hypothesis release lacks it, there is nothing to pin."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+        from hypothesis.internal.floats import float_to_int
+        from sortedcontainers import SortedSet
+
+        empty = Constants(integers=SortedSet(), floats=SortedSet(key=float_to_int), bytes=SortedSet(),
+                          strings=SortedSet())
+    except (ImportError, TypeError):
+        return
+    if hasattr(providers, "_get_local_constants"):
+        providers._get_local_constants = lambda: empty
+        cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+        if cache is not None:  # pools computed before this, with local constants in them
+            cache.clear()
+
+
+_no_local_constants()
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """One distinct failure: the shrunk case it showed on and what it said."""
+
+    case: Case
+    message: str
+
+
 @dataclass(frozen=True)
 class Exploration:
-    """How the property fared: held on ``examples`` cases, or failed on the shrunk ``case``."""
+    """How the property fared: held on ``examples`` cases, or failed on the shrunk ``case``; ``others``
+    are failures of other kinds, each found and shrunk by a search of its own."""
 
     held: bool
     examples: int
@@ -45,34 +81,97 @@ class Exploration:
     case: Case | None = None
     message: str = ""
     skipped: str = ""
+    others: tuple[Counterexample, ...] = ()
 
 
-def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = True) -> Exploration:
-    """``prop(case)`` on up to ``examples`` drawn cases; raises only for the audit's own errors."""
-    state = {"calls": 0, "first_failure": None, "failures": [], "skipped": ""}
+#: Distinct failures one cell reports at most. Each past the first costs a search of its own (every
+#: example drawn again, then a shrink), and one more search to learn there is no further one: three tell
+#: one bug from several without letting a badly broken target multiply a cell's time.
+MAX_FAILURES = 3
+#: Further searches end once the cell has spent 1/BUDGET_PARTS of its time budget (half): the failures found
+#: by then stand, so a failure already found is never lost to the cell's timeout. An int on purpose:
+#: Hypothesis also draws the literals of local modules, and a new float literal here would change the draws.
+BUDGET_PARTS = 2
+
+
+def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = True,
+            budget: float = 0.0) -> Exploration:
+    """``prop(case)`` on up to ``examples`` drawn cases; raises only for the audit's own errors. With a
+    ``budget`` (the cell's seconds) and ``shrink``, a failing property is searched again, with the same
+    seed, for failures of other kinds (see :data:`MAX_FAILURES`); a property that holds is searched once."""
     start = time.perf_counter()
+    found = _search(prop, strategy, examples, seed_value, shrink)
+    if found.held or not (shrink and budget):
+        return replace(found, seconds=_since(start))
+    deadline = start + budget / BUDGET_PARTS
+    others = _others(prop, strategy, examples, seed_value, _kind(found.message), deadline)
+    return replace(found, seconds=_since(start), others=others)
+
+
+def _others(prop, strategy, examples: int, seed_value: int, kind: str, deadline: float):
+    """Failures of kinds other than ``kind``, one search each, every kind found counted as a pass in the
+    searches after it; stops at the first search that finds none, runs out of memory or of time."""
+    others, known = [], {kind}
+    while len(others) + 1 < MAX_FAILURES and time.perf_counter() < deadline:
+        try:
+            found = _search(prop, strategy, examples, seed_value, True, frozenset(known), deadline)
+        except MemoryError:
+            break
+        if found.held:
+            break
+        others.append(Counterexample(found.case, found.message))
+        known.add(_kind(found.message))
+    return tuple(others)
+
+
+def _search(prop, strategy, examples: int, seed_value: int, shrink: bool, known=frozenset(),
+            deadline: float = math.inf) -> Exploration:
+    """One Hypothesis search in which failures of the ``known`` kinds count as passes."""
+    state = {"calls": 0, "first_failure": None, "failures": [], "skipped": "", "known": known,
+             "deadline": deadline}
     test = _given(_property(prop, state), strategy, examples, seed_value, shrink)
     try:
         test()
-    except (Violation, Flaky, MemoryError) as exc:
-        if state.get("out_of_memory"):
-            raise MemoryError(state["out_of_memory"]) from None
-        if not state["failures"]:
-            raise
-        flaky = isinstance(exc, Flaky)
-        case, message = state["failures"][0 if flaky else -1]
-        if flaky:
-            message += " (it did not fail again on the same case: the target is not deterministic)"
-        return Exploration(False, state["first_failure"] or state["calls"], _since(start), case, message)
-    return Exploration(True, state["calls"], _since(start), skipped=state["skipped"])
+    except (Violation, Flaky, MemoryError, _OutOfTime) as exc:
+        return _failure(state, exc)
+    return Exploration(True, state["calls"], 0.0, skipped=state["skipped"])
+
+
+def _failure(state: dict, exc: Exception) -> Exploration:
+    """What a search that ended on ``exc`` found: its last (most shrunk) failure, or its first when that did
+    not fail again (Hypothesis says Flaky). Past the deadline the replay fails on time, not on the case:
+    no sign of a flaky target. A search out of time before any failure found none."""
+    if state.get("out_of_memory"):
+        raise MemoryError(state["out_of_memory"]) from None
+    if not state["failures"]:
+        if isinstance(exc, _OutOfTime):
+            return Exploration(True, state["calls"], 0.0)
+        raise exc
+    flaky = isinstance(exc, Flaky) and not state.get("out_of_time")
+    case, message = state["failures"][0 if flaky else -1]
+    if flaky:
+        message += FLAKY
+    return Exploration(False, state["first_failure"] or state["calls"], 0.0, case, message)
+
+
+#: Said of a failure that did not fail again: what it says is the target's fault, not the failure's kind.
+FLAKY = " (it did not fail again on the same case: the target is not deterministic)"
+
+
+def _kind(message: str) -> str:
+    """The kind of a failure a search reported (whether it failed again or not)."""
+    return failure_kind(message.removesuffix(FLAKY))
+
+
+class _OutOfTime(Exception):
+    """A further search ran past its deadline: it ends, keeping the smallest failure it had found."""
 
 
 def _property(prop, state: dict):
     def run(case: Case) -> None:
         if state["skipped"]:
             return
-        if state.get("out_of_memory"):
-            raise MemoryError(state["out_of_memory"])  # no shrinking through repeated blow-ups
+        _stop_when_spent(state)
         state["calls"] += 1
         try:
             prop(case)
@@ -98,12 +197,23 @@ def _property(prop, state: dict):
     return run
 
 
+def _stop_when_spent(state: dict) -> None:
+    """Fail every call at once, without running the property, once memory or the deadline ran out: no
+    shrinking through repeated blow-ups, and a search out of time ends on the failure it had."""
+    if state.get("out_of_memory"):
+        raise MemoryError(state["out_of_memory"])
+    if state.get("out_of_time") or time.perf_counter() > state["deadline"]:
+        state["out_of_time"] = True
+        raise _OutOfTime()
+
+
 def _record(state: dict, case: Case, message: str) -> bool:
     """Keep a failure of the first failure's kind, and say whether it counts. A failure of another kind
     met while shrinking is no simpler version of the first (it is another bug, or the first one's shadow
-    at a special point, such as 0): it counts as a pass, so the shrink stays on the first kind."""
+    at a special point, such as 0): it counts as a pass, so the shrink stays on the first kind. A failure
+    of a kind an earlier search found (``known``) counts as a pass too: that search reported it."""
     kind = failure_kind(message)
-    if state["failures"] and kind != state["kind"]:
+    if kind in state["known"] or (state["failures"] and kind != state["kind"]):
         return False
     state["kind"] = kind
     state["failures"].append((case, message))

@@ -18,8 +18,18 @@ class CellKey:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """A further distinct failure of a cell: what it said, its shrunk case and its own replay script."""
+
+    message: str
+    case: dict | None = None
+    script: str | None = None
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """The raw result of running one check on one cell's drawn examples."""
+    """The raw result of running one check on one cell's drawn examples; a violated cell's first failure
+    is in ``message``, ``case`` and ``script``, failures of other kinds in ``others``."""
 
     key: CellKey
     verdict: str
@@ -29,16 +39,19 @@ class Outcome:
     case: dict | None = None
     script: str | None = None
     details: dict = field(default_factory=dict)
+    others: tuple[Failure, ...] = ()
 
 
 def outcome_to_json(outcome: Outcome) -> dict:
     """An outcome as plain data (for the result cache)."""
     return {"check": outcome.key.check, "dtype": outcome.key.dtype, "device": outcome.key.device,
             "verdict": outcome.verdict, "message": outcome.message, "examples": outcome.examples,
-            "seconds": outcome.seconds, "case": outcome.case, "script": outcome.script, "details": outcome.details}
+            "seconds": outcome.seconds, "case": outcome.case, "script": outcome.script, "details": outcome.details,
+            "others": [{"message": f.message, "case": f.case, "script": f.script} for f in outcome.others]}
 
 
 def outcome_from_json(data: dict) -> Outcome:
-    """The inverse of :func:`outcome_to_json`."""
+    """The inverse of :func:`outcome_to_json`; a record written before ``others`` existed has none."""
+    others = tuple(Failure(f["message"], f["case"], f["script"]) for f in data.get("others", ()))
     return Outcome(CellKey(data["check"], data["dtype"], data["device"]), data["verdict"], data["message"],
-                   data["examples"], data["seconds"], data["case"], data["script"], data["details"])
+                   data["examples"], data["seconds"], data["case"], data["script"], data["details"], others)

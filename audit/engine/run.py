@@ -15,6 +15,7 @@ from audit.engine.pool import run_jobs
 from audit.engine.worker import environment as local_environment
 from audit.registry.load import today
 from audit.registry.model import Entry, Registry
+from audit.replays import script_command, script_name
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,9 @@ class Finished:
 
 
 def run(registry: Registry, entries: list[Entry], checks: dict, options: RunOptions, *,
-        only=None, devices=None, on_event=lambda event: None, workers=None) -> RunResult:
+        only=None, devices=None, on_event=lambda event: None, workers=None, out: str | None = None) -> RunResult:
     """Audit ``entries``; never prints. Cells are judged as they arrive and streamed to ``on_event``.
+    ``out``: the folder the caller writes replay scripts to, which a cell's further failures name.
 
     With ``options.cache_dir``, cells whose every input is unchanged are served from the result cache,
     and only the rest go to workers; an entry with nothing left to compute starts no worker. ``workers``
@@ -72,7 +74,7 @@ def run(registry: Registry, entries: list[Entry], checks: dict, options: RunOpti
     jobs = [job for job in jobs if job["cells"]]
     results: dict[str, EntryResult] = {}
     ctx = {"done": 0, "total": len(jobs), "registry": registry.path, "seed": options.seed, "checks": checks,
-           "backend": options.compile_backend, "cache": None, "cells_done": 0,
+           "backend": options.compile_backend, "cache": None, "cells_done": 0, "out": out,
            "cells_total": sum(len(job["cells"]) for job in jobs)}
     if options.cache_dir:
         ctx["cache"] = Cache(Path(options.cache_dir), options.cache_size)
@@ -166,7 +168,17 @@ def outcome_is_new(job: dict, outcome) -> bool:
 def _judge(entry: Entry, job: dict, outcome, ctx) -> Cell:
     check = ctx["checks"][outcome.key.check]
     return judge(entry, outcome, claimed=job["claimed"][outcome.key], claim=check.claim, today=today(),
-                 repro=repro_command(entry.name, outcome.key, ctx["seed"], ctx["registry"], ctx["backend"]))
+                 repro=repro_command(entry.name, outcome.key, ctx["seed"], ctx["registry"], ctx["backend"]),
+                 replays=_replays(entry.name, outcome, ctx["out"]))
+
+
+def _replays(name: str, outcome, out: str | None) -> tuple[str, ...]:
+    """The command that runs each of the outcome's failures' replay scripts in ``out`` (none without one)."""
+    if out is None or not outcome.others:
+        return ()
+    key = outcome.key
+    return tuple(script_command(out, script_name(name, key.check, key.dtype, key.device, n))
+                 for n in range(1, len(outcome.others) + 2))
 
 
 def _order(checks: dict):

@@ -104,6 +104,22 @@ def failure_line(entry: dict, cell: dict, registry: str = "registry.yaml") -> st
             f"{cell['message']}; owner {owners}; repro: {cell['repro']}")
 
 
+def further_failures(cell: dict) -> list[dict]:
+    """A cell's distinct failures after the first, which its own ``message`` and ``repro`` say."""
+    return list(cell.get("failures", ()))[1:]
+
+
+def also_line(failure: dict) -> str:
+    """One further failure of a cell: what it said, and the command that runs its own replay script."""
+    replay = f"; repro: {failure['repro']}" if failure.get("repro") else ""
+    return f"also: {failure['message']}{replay}"
+
+
+def also_lines(cell: dict) -> list[str]:
+    """A line for each of a cell's further failures (none when it has one)."""
+    return [also_line(f) for f in further_failures(cell)]
+
+
 def headline(matrix: dict) -> str:
     """One line: verdict and counts."""
     summary = matrix["summary"]  # read back from JSON its keys are sorted: count in the contract's order

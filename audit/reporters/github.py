@@ -7,7 +7,8 @@ summary (verdict, failures, the matrix folded away) is kept under GitHub's 1 MiB
 from __future__ import annotations
 
 from audit.reporters import markdown
-from audit.reporters.common import headline, markdown_text, printable, problems, registry_of
+from audit.reporters.common import (also_lines, further_failures, headline, markdown_text, printable, problems,
+                                    registry_of)
 
 #: GitHub refuses a step summary over 1 MiB; stay well clear of it.
 SUMMARY_LIMIT = 900 * 1024
@@ -20,7 +21,8 @@ def annotations(matrix: dict) -> str:
     lines = []
     for entry, cell in problems(matrix):
         title = f"{entry['name']} {cell['check']} {cell['status'].upper()} ({cell['dtype']}, {cell['device']})"
-        message = (f"{cell['message']}\nowner: {', '.join(entry['owner'])}\nrepro: {cell['repro']}")
+        message = "\n".join([cell["message"], f"owner: {', '.join(entry['owner'])}", f"repro: {cell['repro']}",
+                             *also_lines(cell)])
         level = "error" if cell.get("claimed", True) else "warning"  # an unclaimed cell never gates
         lines.append(f"::{level} file={_property(registry)},line={entry.get('line', 1)},"
                      f"title={_property(title)}::{_data(message)}")
@@ -44,8 +46,7 @@ def summary(matrix: dict) -> str:
     found = problems(matrix)
     if found:
         lines += ["| entry | check | cell | owner | message | replay |", "|---|---|---|---|---|---|"]
-        lines += [f"| {markdown_text(e['name'])} | {c['check']} | {c['status']} ({c['dtype']}, {c['device']}) | "
-                  f"{markdown_text(', '.join(e['owner']))} | {markdown_text(c['message'])} | `{markdown_text(c['repro'])}` |" for e, c in found]
+        lines += [_summary_row(e, c, failure) for e, c in found for failure in [c, *further_failures(c)]]
         lines.append("")
     head = "\n".join(lines)
     full = markdown.render(matrix)
@@ -56,6 +57,14 @@ def summary(matrix: dict) -> str:
     if len(text.encode()) > SUMMARY_LIMIT:
         text = text.encode()[:SUMMARY_LIMIT].decode(errors="ignore") + "\n\n_(truncated: see matrix.html)_\n"
     return text
+
+
+def _summary_row(entry: dict, cell: dict, failure: dict) -> str:
+    """A row of the failures table: the cell's first failure, or one of its further ones (marked "also")."""
+    status = cell["status"] if failure is cell else f"{cell['status']}, also"
+    return (f"| {markdown_text(entry['name'])} | {cell['check']} | {status} ({cell['dtype']}, {cell['device']}) | "
+            f"{markdown_text(', '.join(entry['owner']))} | {markdown_text(failure['message'])} | "
+            f"`{markdown_text(failure['repro'])}` |")
 
 
 def _data(text: str) -> str:

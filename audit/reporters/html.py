@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from html import escape
 
-from audit.reporters.common import columns, group, headline, owner_groups, problems, row_label, rows, short, worst
+from audit.reporters.common import (columns, further_failures, group, headline, owner_groups, problems, row_label, rows,
+                                    short, worst)
 
 SYMBOL = {"pass": "✓", "fail": "✗", "error": "!", "unsupported": "–", "waived": "w", "xpass": "+", "skip": "s"}
 MEANING = {"pass": "held on every example", "fail": "a claimed property was violated",
@@ -61,8 +62,14 @@ def _failures(matrix: dict) -> str:
             f'· owner {escape(", ".join(entry["owner"]))}{line}</summary><p class="message">{escape(cell["message"])}</p>'
             f'<p>Replay: <code class="repro">{escape(cell["repro"])}</code></p>'
             + (f"<details><summary>Shrunk input</summary><pre>{escape(case)}</pre></details>" if case else "")
-            + "</details>")
+            + "".join(_further(f) for f in further_failures(cell)) + "</details>")
     return f'<section class="failures"><h2>Failures ({len(found)})</h2>{"".join(items)}</section>'
+
+
+def _further(failure: dict) -> str:
+    """A further failure of a cell, under its first: what it said and its own replay command."""
+    replay = f'<p>Replay: <code class="repro">{escape(failure["repro"])}</code></p>' if failure.get("repro") else ""
+    return f'<p class="message">Also: {escape(failure["message"])}</p>{replay}'
 
 
 def _controls(matrix: dict) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from audit.reporters.common import headline
+from audit.reporters.common import also_lines, headline
 
 #: Characters XML 1.0 cannot carry at all (control characters other than tab, newline, return).
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -46,7 +46,7 @@ def _testcase(matrix: dict, entry: dict, cell: dict) -> ET.Element:
     case = ET.Element("testcase", **attributes)
     status, message = cell["status"], _clean(cell.get("message", ""))
     detail = _clean("\n".join(filter(None, [cell.get("message", ""), f"owner: {attributes['classname']}",
-                                            f"repro: {cell.get('repro', '')}"])))
+                                            f"repro: {cell.get('repro', '')}", *also_lines(cell)])))
     if status == "fail":
         ET.SubElement(case, "failure", message=_first_line(message), type="fail").text = detail
     elif status == "error":

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from audit.reporters.common import (columns, failure_line, group, headline, markdown_text, owner_groups, problems,
-                                    registry_of, row_label, rows, worst)
+from audit.reporters.common import (also_lines, columns, failure_line, group, headline, markdown_text, owner_groups,
+                                    problems, registry_of, row_label, rows, worst)
 
 ICON = {"pass": "✅ pass", "fail": "❌ fail", "error": "💥 error", "unsupported": "➖ unsupported",
         "waived": "🟡 waived", "xpass": "⬆️ xpass", "skip": "⏭️ skip"}
@@ -20,7 +20,9 @@ def render(matrix: dict, *, by_owner: bool = False) -> str:
     found = problems(matrix)
     if found:
         lines += ["", "## Failures", ""]
-        lines += [f"- {markdown_text(failure_line(entry, cell, registry_of(matrix)))}" for entry, cell in found]
+        for entry, cell in found:
+            lines.append(f"- {markdown_text(failure_line(entry, cell, registry_of(matrix)))}")
+            lines += [f"  - {markdown_text(line)}" for line in also_lines(cell)]
     return "\n".join(lines) + "\n"
 
 

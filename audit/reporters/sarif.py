@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from audit.reporters.common import failure_line, printable, problems, registry_of
+from audit.reporters.common import also_lines, failure_line, printable, problems, registry_of
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"fail": "error", "error": "error"}
@@ -50,7 +50,7 @@ def _result(entry: dict, cell: dict, rule: int, registry: str) -> dict:
         "ruleId": cell["check"],
         "ruleIndex": rule,
         "level": LEVEL[cell["status"]] if cell.get("claimed", True) else "warning",  # unclaimed: never gates
-        "message": {"text": printable(failure_line(entry, cell, registry))},
+        "message": {"text": printable("\n".join([failure_line(entry, cell, registry), *also_lines(cell)]))},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": registry},
                                             "region": {"startLine": max(1, int(entry.get("line", 1)))}}}],
         "partialFingerprints": {"autogradAudit/v1": hashlib.sha256(identity.encode()).hexdigest()},

@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from audit.contract import Status
-from audit.reporters.common import (SHOWN, columns, failure_line, group, headline, owner_groups, printable, problems,
-                                    registry_of, row_label, rows, short, worst)
+from audit.reporters.common import (SHOWN, also_lines, columns, failure_line, group, headline, owner_groups, printable,
+                                    problems, registry_of, row_label, rows, short, worst)
 
 SYMBOL = {"pass": "✓", "fail": "✗ FAIL", "error": "! ERROR", "unsupported": "–", "waived": "w", "xpass": "+",
           "skip": "s"}
@@ -34,8 +34,8 @@ def render(matrix: dict, *, color: bool = False, width: int = 120, by_owner: boo
             console.print(Text("columns: " + " ".join(renamed), style="dim"))
     shown = SHOWN + (NOTED if verbosity > 0 else ())
     for entry, cell in problems(matrix, shown):
-        console.print(Text(printable(failure_line(entry, cell, registry_of(matrix))), style=STYLE[cell["status"]]),
-                      soft_wrap=True)
+        for line in [failure_line(entry, cell, registry_of(matrix))] + [f"  {a}" for a in also_lines(cell)]:
+            console.print(Text(printable(line), style=STYLE[cell["status"]]), soft_wrap=True)
     verdict_style = "bold green" if matrix["verdict"] == "pass" else "bold red"
     console.print(Text(headline(matrix), style=verdict_style))
     return buffer.getvalue()

@@ -22,10 +22,37 @@ def test_a_shrink_that_changes_the_failure_s_kind_is_not_taken():
 
     found = explore(prop, st.floats(0, 1), examples=50, seed_value=1)
     assert seen and not found.held and found.message.startswith("gradient of input 0"), found.message
-    assert 0.5 < found.case <= min(seen)
+    assert found.case > 0.5  # the first kind's case (Hypothesis may call 1.0 simpler than 0.78: either is fine)
 
 
 def test_kinds_ignore_where_and_by_how_much():
     assert failure_kind("Jacobian mismatch for output 1 with respect to input 0: max 2.5") == \
         failure_kind("Jacobian mismatch for output 0 with respect to input 0: max 1e-3")
     assert failure_kind("sample 0 of 2: output 0: max") != failure_kind("sample 0 of 2: gradient of input 0")
+
+
+def test_the_cases_do_not_depend_on_which_modules_were_imported_before(tmp_path, monkeypatch):
+    """Hypothesis would draw number literals of any local module imported: another entry's target loaded
+    first in the same worker must not change a cell's cases."""
+    import importlib
+
+    from audit.inputs.strategies import for_check
+    from audit.checks import builtin
+    from tests.helpers import entry as make_entry
+
+    subject = make_entry(tmp_path, target="tests.fixtures.broken:Cube", inputs=[{"shape": ["N"], "domain": [-9, 9]}],
+                         dims={"N": [1, 6]})
+    strategy = for_check(subject, builtin()["forward"])
+
+    def drawn():
+        seen = []
+        explore(lambda case: seen.append(case.describe() + repr(case.args[0].values.tolist())), strategy,
+                examples=60, seed_value=7)
+        return seen
+
+    before = drawn()
+    (tmp_path / "odd_literals.py").write_text("\n".join(f"C{i} = {v!r}" for i, v in enumerate(
+        [1.2345678, -7.654321, 3.3333, 8.125, -2.71828, 0.000123, 4.4444, -5.5555] * 4)) + "\nN = [2, 3, 5, 17, 123]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("odd_literals")
+    assert drawn() == before
