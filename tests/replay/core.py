@@ -41,6 +41,10 @@ ROWS = [
 
 #: fixture name ("module:Name") -> why it has no row of its own
 NOT_REPLAYED: dict[str, str] = {
+    "tests.fixtures.two_bugs:TwoBugs": "two failures in one cell: both scripts (exit 1) and the twin's (exit 0) run "
+                                       "in tests/engine/test_distinct_failures.py",
+    "tests.fixtures.two_bugs:FastPathWrong": "the one-failure control of test_distinct_failures.py",
+    "tests.fixtures.two_bugs:CubeFastPath": "correct: the twin of TwoBugs and FastPathWrong",
     f"{B}:cube_reference": "a reference, not a target",
     f"{B}:two_outputs_reference": "a reference, not a target",
     f"{B}:CubeJvp": "correct: WrongJvp's twin (in safety.py's table)",
