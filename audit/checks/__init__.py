@@ -1,7 +1,8 @@
 """The checks: a named, ordered table (the matrix's column order), plus a repository's own.
 
-Each built-in check states its contract in its module; see :class:`audit.checks.interface.Check`.
-Importing a check module imports torch; :func:`builtin_names` does not.
+Each built-in check is declared in :mod:`audit.checks.catalog` (contract, claims, dtypes) and coded in its
+module; see :class:`audit.checks.interface.Check`. Importing a check module imports torch;
+:func:`builtin_names` and :func:`declarations` do not.
 """
 
 from __future__ import annotations
@@ -10,19 +11,22 @@ import importlib
 import importlib.util
 from pathlib import Path
 
+from audit.checks.catalog import CATALOG
 from audit.checks.interface import Check
 
 #: Built-in checks in matrix order (a subset of the contract's CHECK_NAMES, in the same order).
-BUILTIN_MODULES = ("forward", "gradcheck", "gradgradcheck", "forward_ad", "undefined_grad", "empty",
-                   "determinism", "dtype", "device", "noncontiguous", "alias", "saved_tensors", "vmap",
-                   "compile", "autocast", "checkpoint", "opcheck", "export", "distributed",
-                   "state_dict", "train_step", "accumulation", "partial_grad",
-                   "shared_grad")
+BUILTIN_MODULES = tuple(CATALOG)
 
 
 def builtin_names() -> tuple[str, ...]:
     """Names of the built-in checks, in order, without importing torch."""
     return BUILTIN_MODULES
+
+
+def declarations() -> dict[str, Check]:
+    """The built-in checks' declarations (contract, claims, dtypes, kinds...) without their code, and so
+    without importing torch: what ``audit list`` and the reports need."""
+    return dict(CATALOG)
 
 
 def builtin() -> dict[str, Check]:
@@ -45,9 +49,10 @@ def local(folder: Path) -> dict[str, Check]:
     return found
 
 
-def table(folder: Path | None) -> dict[str, Check]:
-    """Built-in checks, then local ones; a local check may not reuse a built-in name."""
-    checks = builtin()
+def table(folder: Path | None, *, code: bool = True) -> dict[str, Check]:
+    """Built-in checks, then local ones; a local check may not reuse a built-in name. Without ``code``, the
+    built-in checks are their declarations only (no torch import); local checks are always imported."""
+    checks = builtin() if code else declarations()
     for name, check in (local(folder) if folder else {}).items():
         if name in checks:
             raise ValueError(f"local check {name!r} in {folder} reuses a built-in check's name")

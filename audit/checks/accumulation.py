@@ -3,8 +3,9 @@ share of the batch, equal the gradients of the whole batch."""
 
 from __future__ import annotations
 
+from audit.checks.catalog import declared
 from audit.checks import training
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Violation
 from audit.checks.tensors import mismatch
 from audit.registry.model import Tolerance
 
@@ -33,11 +34,7 @@ def run(subject, case) -> None:
                             "(a cache, running statistics, a buffer) or the loss is not an average over samples")
 
 
-CHECK = Check(
-    name="accumulation",
-    contract="kind model: gradients accumulated over micro-batches (each loss weighted by its share) equal the "
-             "whole batch's",
+CHECK = declared(
+    "accumulation",
     run=run,
-    kinds=("model",),
-    dtypes=lambda entry: ("float32",),
 )

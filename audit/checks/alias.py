@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
-from audit.checks.interface import Check, Violation, tolerance_values
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation, tolerance_values
 from audit.checks.jacobian import torch_sentence
 from audit.checks.tensors import differentiable, grad_outputs, mismatch, outputs_of
 
@@ -326,16 +327,9 @@ def _delta(now, then) -> float:
     return float((now - then if now.is_complex() else now.double() - then.double()).abs().max())
 
 
-CHECK = Check(
-    name="alias",
-    contract="forward modifies only the inputs declared in mutates (values and version counters compared), "
-             "and those it must modify and mark dirty; an output shares storage with an input only if "
-             "declared in views (or mutates); backward modifies neither grad_output nor the inputs; a "
-             "returned gradient keeps its values when the target runs again, and an in-place update of it "
-             "(grad += 1) changes no input, output or later gradient (gradients may share memory with each "
-             "other or with grad_output, as torch's own add and cat do)",
+CHECK = declared(
+    "alias",
     run=run,
-    version=2,
     script="""\
 # The audit's property, step by step (audit/checks/alias.py); the first failure is printed and exits 1.
 from types import SimpleNamespace

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, Violation
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation
 from audit.checks.tensors import compare_all, gradients, outputs_of
 from audit.registry.model import Tolerance
 
@@ -71,15 +72,9 @@ def _implied_dtypes(subject, case) -> list | None:
         return [o.dtype for o in outputs_of(subject.evaluate_reference(*subject.args(case, "float32")))]
 
 
-CHECK = Check(
-    name="autocast",
-    contract="under torch.autocast (CPU bfloat16, CUDA float16) forward and backward run, outputs have the dtype "
-             "the reference gets from autocast's policy (else float32 or the low dtype), and outputs and "
-             "gradients are finite, in the input's dtype and close to float32's; claimed through supports.autocast",
+CHECK = declared(
+    "autocast",
     run=run,
-    claimed=lambda entry: entry.supports.autocast,
-    claim="supports.autocast",
-    dtypes=lambda entry: ("float32",),
     script="""\
 args = [a.float().detach().requires_grad_(a.requires_grad) if torch.is_tensor(a) and a.is_floating_point() else a
         for a in args]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from torch.utils.checkpoint import checkpoint
 
-from audit.checks.interface import Check, Violation, tolerance_values
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation, tolerance_values
 from audit.checks.tensors import compare_all, gradients, mismatch, outputs_of
 
 IMPURE = ("forward is not pure: two runs from the same inputs and RNG state differ ({problem}); checkpoint "
@@ -59,14 +60,9 @@ def _run(subject, case, *, checkpointed: bool):
     return [o.detach() for o in outputs], gradients(outputs, args, subject.seed)
 
 
-CHECK = Check(
-    name="checkpoint",
-    contract="under torch.utils.checkpoint.checkpoint(use_reentrant=False) outputs and gradients equal the "
-             "unchecked run, and forward is pure (the same inputs and RNG state give the same values); "
-             "claimed through supports.checkpoint (default true)",
+CHECK = declared(
+    "checkpoint",
     run=run,
-    claimed=lambda entry: entry.supports.checkpoint,
-    claim="supports.checkpoint",
     script="""\
 # The audit's property: a second plain run gives the same outputs and gradients (forward is pure), and so does
 # a run under checkpoint (non-reentrant); every call of the target, the recomputation in backward included,

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import time
 
+from audit.checks.catalog import declared
 from audit.checks import dynamo
-from audit.checks.interface import OPERATOR_KINDS, Check, Violation
+from audit.checks.interface import Violation
 from audit.checks.tensors import compare_all, gradients, outputs_of
 from audit.checks.torch_bugs import COMPILE_MARK_DIRTY, TorchBugHit, compile_drops_mark_dirty
 
@@ -99,16 +100,9 @@ def _model_step(subject) -> None:
         raise Violation(f"{exc} (parameter {names[int(index)]!r})") from None
 
 
-CHECK = Check(
-    name="compile",
-    contract="torch.compile on the chosen backend (aot_eager by default: Dynamo and AOTAutograd) gives "
-             "eager's outputs and gradients without crashing, and does not recompile on every new shape "
-             "(supports.compile: true; graph breaks are recorded in metrics); with supports.compile: "
-             "fullgraph it also traces as one graph (fullgraph=True), and a graph break fails",
+CHECK = declared(
+    "compile",
     run=run,
-    claimed=lambda entry: entry.supports.compile,
-    claim="supports.compile",
-    kinds=OPERATOR_KINDS + ("model",),
     script="""\
 import torch._dynamo
 from torch._dynamo.utils import counters

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, Violation, claimed_dtypes
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import differentiable, grad_outputs, outputs_of
 
@@ -35,14 +36,9 @@ def _bitwise_equal(x: torch.Tensor, y: torch.Tensor) -> bool:
         and torch.equal(torch.isnan(x), torch.isnan(y))
 
 
-CHECK = Check(
-    name="determinism",
-    contract="two runs on the same inputs give bitwise-equal outputs and gradients; "
-             "claimed unless supports.deterministic is false",
+CHECK = declared(
+    "determinism",
     run=run,
-    claimed=lambda entry: entry.supports.deterministic,
-    claim="supports.deterministic",
-    dtypes=claimed_dtypes,
     script="""\
 a = fn(*args); b = fn(*[x.detach().clone().requires_grad_(x.requires_grad) if torch.is_tensor(x) else x for x in args])
 outs_a = a if isinstance(a, (tuple, list)) else (a,)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from audit.checks.interface import Check, Violation, claimed_dtypes
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import compare_all, vjp
 
@@ -24,12 +25,9 @@ def run(subject, case) -> None:
     compare_all(f"gradient ({subject.device} vs cpu) of input", grads, expected_grads, tolerance)
 
 
-CHECK = Check(
-    name="device",
-    contract="on each claimed device outputs and gradients live on the input's device and match the CPU "
-             "result within the dtype's tolerance; a device that is not present is a skip",
+CHECK = declared(
+    "device",
     run=run,
-    dtypes=claimed_dtypes,
     script="""\
 out = fn(*args)
 print(out)

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import torch
 
+from audit.checks.catalog import declared
 from audit.checks import ddp
-from audit.checks.interface import Check, NotApplicable, Violation
+from audit.checks.interface import NotApplicable, Violation
 from audit.checks.tensors import mismatch
 from audit.engine.channel import spawn, tail
 from audit.engine.reaper import end_group
@@ -183,14 +184,9 @@ def run(subject, case) -> None:
                                 "collective")
 
 
-CHECK = Check(
-    name="distributed",
-    contract="under DistributedDataParallel (2 CPU ranks, gloo, loopback) with a batch split across ranks, the "
-             "synchronised gradients equal one process's on the whole batch, and no rank errors or hangs; "
-             "claimed through supports.distributed",
+CHECK = declared(
+    "distributed",
     run=run,
-    claimed=lambda entry: entry.supports.distributed,
-    claim="supports.distributed",
     script="""\
 # Two ranks with gloo: run this file twice, with RANK=0 and RANK=1 (and MASTER_ADDR=127.0.0.1 MASTER_PORT=29500).
 import os

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
+from audit.checks.catalog import declared
 from audit.checks import smoothness
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Violation
 from audit.checks.jacobian import wrap
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import compare_all, vjp
 
-PROBES = ("float16", "bfloat16")
-
-
-def dtypes(entry) -> tuple[str, ...]:
-    """Every claimed dtype, plus the low-precision probes."""
-    return tuple(dict.fromkeys(entry.supports.dtypes + PROBES))
 
 
 def run(subject, case) -> None:
@@ -54,16 +49,9 @@ def _dtypes(label, tensors, dtype: str, floating_only: bool = False) -> None:
                             f"expected {dtype} (compute in the input's dtype, or cast back before returning)")
 
 
-CHECK = Check(
-    name="dtype",
-    contract="in each claimed dtype (and, as unclaimed probes, float16 and bfloat16), forward and backward "
-             "run, outputs and gradients come back in the input's dtype, and values and gradients are close "
-             "to float64 on the same inputs (torch.testing's tolerance for the dtype; in float64, to the "
-             "reference at tight tolerance)",
+CHECK = declared(
+    "dtype",
     run=run,
-    dtypes=dtypes,
-    dtype_claimed=lambda entry, dtype: dtype in entry.supports.dtypes,
-    claim="supports.dtypes",
     script="""\
 outs, gs = grads(fn, args)
 wide = [a.detach().double().requires_grad_(a.requires_grad) if torch.is_tensor(a) and a.is_floating_point() else a

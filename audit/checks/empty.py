@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from audit.checks.interface import Check, Violation, tolerance_values
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation, tolerance_values
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import differentiable, grad_outputs, outputs_of
 
@@ -22,13 +23,9 @@ def run(subject, case) -> None:
             raise Violation(f"gradient of input {i} has shape {list(g.shape)}, expected {list(x.shape)}")
 
 
-CHECK = Check(
-    name="empty",
-    contract="when a dim may be 0 (its range starts at 0), forward and backward run on empty "
-             "tensors and gradients have the inputs' shapes",
+CHECK = declared(
+    "empty",
     run=run,
-    applies=lambda entry: entry.may_be_empty,
-    empty=True,
     script="""\
 # The audit's property: forward, then backward with the cell's cotangents, on empty tensors; each gradient has
 # its input's shape. A target that raises (here or in backward) fails it too: the traceback, exit code 1.

@@ -14,7 +14,8 @@ import io
 
 import torch
 
-from audit.checks.interface import Check, Violation
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation
 from audit.checks.tensors import compare_all, detached as _detached, outputs_of
 from audit.errors import first_line
 from audit.inputs.variants import resized
@@ -117,14 +118,9 @@ def _first(exc: Exception) -> str:
     return first_line(exc)[:300]
 
 
-CHECK = Check(
-    name="export",
-    contract="torch.export.export (non-strict and strict, dynamic dims where the registry's vary) traces, "
-             "saves, loads and runs, and the loaded program gives eager's outputs; claimed through "
-             "supports.export",
+CHECK = declared(
+    "export",
     run=run,
-    claimed=lambda entry: entry.supports.export,
-    claim="supports.export",
     script="""\
 import io
 class M(torch.nn.Module):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from audit.checks.catalog import declared
 from audit.checks import smoothness
-from audit.checks.interface import Check, Violation, claimed_dtypes
+from audit.checks.interface import Violation
 from audit.checks.jacobian import wrap
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import compare_all, outputs_of
@@ -41,13 +42,9 @@ def _finite(outputs, args) -> None:
                             "although every input is finite and inside its domain")
 
 
-CHECK = Check(
-    name="forward",
-    contract="forward runs on every drawn case; with a reference, values match it "
-             "(float64: atol 1e-10, rtol 1e-9; other dtypes: torch.testing's defaults); "
-             "without one, finite inputs give finite outputs",
+CHECK = declared(
+    "forward",
     run=run,
-    dtypes=claimed_dtypes,
     script="""\
 with torch.no_grad():
     out = fn(*args)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
+from audit.checks.catalog import declared
 from audit.checks import smoothness
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Violation
 from audit.checks.jacobian import gradcheck_options, gradcheck_values, torch_sentence, wrap
 from audit.checks.subject import grad_inputs
 from audit.errors import first_line
@@ -32,12 +33,9 @@ def run(subject, case) -> None:
         raise Violation(f"forward-mode AD: {torch_sentence(exc)}") from None
 
 
-CHECK = Check(
-    name="forward_ad",
-    contract="the jvp (forward-mode AD) equals finite differences; claimed through supports.forward_ad",
+CHECK = declared(
+    "forward_ad",
     run=run,
-    claimed=lambda entry: entry.supports.forward_ad,
-    claim="supports.forward_ad",
     script="""\
 # The audit's property: torch's gradcheck with only the forward-mode comparison, with the audit's options.
 # Not replayed: the audit excuses a mismatch at a point where the function is not differentiable

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from audit.checks.interface import Check, Violation
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation
 from audit.checks import smoothness
 from audit.checks.jacobian import explain_gradcheck_failure, gradcheck_options, gradcheck_values, wrap
 from audit.checks.subject import grad_inputs
@@ -82,12 +83,8 @@ def _differing(got: torch.Tensor, expected: torch.Tensor, tol) -> list[int]:
     return torch.nonzero(~close.reshape(-1)).reshape(-1).tolist()
 
 
-CHECK = Check(
-    name="gradcheck",
-    contract="the analytic gradient equals central finite differences (torch.autograd.gradcheck, "
-             "slow mode up to 1,024 input elements, fast mode with atol scaled by size beyond), with "
-             "respect to a module's parameters too, and with a reference, equals the reference's "
-             "gradient at float64-tight tolerance",
+CHECK = declared(
+    "gradcheck",
     run=run,
     script="""\
 from torch.autograd.gradcheck import GradcheckError

@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
+from audit.checks.catalog import declared
 from audit.checks import smoothness
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Violation
 from audit.checks.jacobian import gradcheck_options, gradcheck_values, torch_sentence, wrap
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import differentiable, grad_outputs, outputs_of
@@ -72,14 +73,9 @@ def _reaches(node, name: str) -> bool:
     return False
 
 
-CHECK = Check(
-    name="gradgradcheck",
-    contract="the backward is itself differentiable and its gradient equals finite differences "
-             "(torch.autograd.gradgradcheck); claimed through supports.double_backward",
+CHECK = declared(
+    "gradgradcheck",
     run=run,
-    claimed=lambda entry: entry.supports.double_backward,
-    claim="supports.double_backward",
-    version=2,
     script="""\
 from torch.autograd.gradcheck import GradcheckError
 diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, Violation, tolerance_values
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation, tolerance_values
 from audit.checks.subject import grad_inputs, laid_out
 from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of, vjp
 
@@ -53,16 +54,9 @@ def _copy(g: torch.Tensor, layout: str) -> torch.Tensor:
     return out.copy_(g)
 
 
-CHECK = Check(
-    name="noncontiguous",
-    contract="every tensor input given transposed, step-sliced, with a storage offset or channels_last "
-             "(drawn) gives the outputs and gradients of the contiguous input; non-contiguous and "
-             "expanded (stride-0) grad_outputs give the gradients of dense ones; claimed through "
-             "supports.noncontiguous (default true)",
+CHECK = declared(
+    "noncontiguous",
     run=run,
-    claimed=lambda entry: entry.supports.noncontiguous,
-    claim="supports.noncontiguous",
-    layouts=True,
     script="""\
 dense = [a.detach().clone(memory_format=torch.contiguous_format).requires_grad_(a.requires_grad)
          if torch.is_tensor(a) else a for a in args]  # fresh row-major storage, no offset

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, Violation
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation
 
 UTILS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
@@ -48,13 +49,9 @@ def _first_line(exc) -> str:
     return kind
 
 
-CHECK = Check(
-    name="opcheck",
-    contract="torch.library.opcheck (schema, autograd registration, fake tensor, AOT dispatch) passes on drawn "
-             "inputs, non-contiguous ones included when supports.noncontiguous; always required of an op",
+CHECK = declared(
+    "opcheck",
     run=run,
-    applies=lambda entry: entry.kind == "op",
-    layouts="mixed",
     script="""\
 op = fn
 print(torch.library.opcheck(op, tuple(args), raise_exception=False))

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, Violation, tolerance_values
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation, tolerance_values
 from audit.checks.tensors import mismatch, outputs_of
 from audit.errors import first_line
 from audit.frames import user_site
@@ -54,17 +55,9 @@ def _dense(grad: torch.Tensor | None, like: torch.Tensor | None) -> torch.Tensor
     return torch.zeros_like(like) if like is not None else torch.zeros(0)
 
 
-def _applies(entry) -> bool:
-    """Two or more inputs that can require grad: only then can some require it and others not."""
-    return sum(getattr(spec, "differentiable", False) for spec in entry.inputs) >= 2
-
-
-CHECK = Check(
-    name="partial_grad",
-    contract="with only one differentiable input requiring grad (each in turn), backward runs and gives it "
-             "the gradient it gets when every input requires grad",
+CHECK = declared(
+    "partial_grad",
     run=run,
-    applies=_applies,
     script="""\
 positions = [i for i, a in enumerate(args) if torch.is_tensor(a) and a.requires_grad]
 

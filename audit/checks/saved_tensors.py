@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, Violation, tolerance_values
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation, tolerance_values
 from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of
 
 ACCEPTED = ("modified by an inplace operation", "is a view and is being modified inplace",
@@ -55,11 +56,8 @@ def _gradients(subject, case, target):
     return filled(grads, inputs), outputs
 
 
-CHECK = Check(
-    name="saved_tensors",
-    contract="after forward, modifying any input or output in place either makes backward raise autograd's "
-             "'modified by an inplace operation' error or leaves the gradient unchanged; a silently "
-             "different gradient means a tensor kept outside save_for_backward",
+CHECK = declared(
+    "saved_tensors",
     run=run,
     script="""\
 # The audit's property: after forward, each floating input (its copy passed to the target) and then each

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, NotApplicable, Violation, tolerance_values
+from audit.checks.catalog import MIN_BATCH, declared
+from audit.checks.interface import NotApplicable, Violation, tolerance_values
 from audit.checks.tensors import compare_all, outputs_of
 from audit.inputs.case import Case, TensorArg
 
-MIN_BATCH = 2
 
 
 def run(subject, case) -> None:
@@ -112,20 +112,9 @@ def _cotangents(outputs, seed: int) -> list[torch.Tensor]:
     return [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outputs]
 
 
-def _applies(entry) -> bool:
-    """A declared batch dim that may reach 2."""
-    return entry.batch is not None and entry.dim_range(entry.batch)[1] >= MIN_BATCH
-
-
-CHECK = Check(
-    name="shared_grad",
-    contract="for an entry with batch: B (samples along B independent), at batch sizes of 2 and up each "
-             "sample's outputs and batched-input gradients equal that sample's alone, and an input without B "
-             "(shared across the batch), and each parameter of a module, gets the sum of its per-sample gradients",
+CHECK = declared(
+    "shared_grad",
     run=run,
-    applies=_applies,
-    version=2,  # 2: a module's parameters are shared inputs too
-    min_batch=MIN_BATCH,
     script="""\
 def run(xs):  # floating outputs and, for cotangents cut from the batch's, gradients by input position
     xs = [x.detach().requires_grad_(x.requires_grad) if torch.is_tensor(x) else x for x in xs]

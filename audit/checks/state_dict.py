@@ -7,7 +7,8 @@ import io
 
 import torch
 
-from audit.checks.interface import Check, Violation
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation
 from audit.checks.tensors import compare_all, gradients, outputs_of
 
 LOST = ("a tensor the forward uses is not saved: make it a parameter or a registered buffer "
@@ -47,10 +48,7 @@ def _run(module, subject, case):
     return [o.detach() for o in outputs], grads[:inputs], grads[inputs:]
 
 
-CHECK = Check(
-    name="state_dict",
-    contract="kind module: after torch.save of the state_dict and load_state_dict into a fresh instance (built "
-             "from another seed), outputs and gradients (inputs and parameters) are unchanged",
+CHECK = declared(
+    "state_dict",
     run=run,
-    kinds=("module",),
 )

@@ -13,8 +13,9 @@ import time
 
 import torch
 
+from audit.checks.catalog import declared
 from audit.checks import training
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Violation
 
 
 def run(subject, case) -> None:
@@ -51,12 +52,7 @@ def run(subject, case) -> None:
                         f"batch: {losses}; gradients point the wrong way or do not reach the parameters")
 
 
-CHECK = Check(
-    name="train_step",
-    contract="kind model: on every scanned batch the loss and every parameter gradient are finite (a non-finite "
-             "value is traced to its operation and custom Function), and SGD steps lower the loss on a "
-             "repeated batch; records losses, gradient norms, step time and peak memory",
+CHECK = declared(
+    "train_step",
     run=run,
-    kinds=("model",),
-    dtypes=lambda entry: ("float32",),
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Check, Violation, tolerance_values
+from audit.checks.catalog import declared
+from audit.checks.interface import Violation, tolerance_values
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of
 
@@ -35,10 +36,8 @@ def _grads(call, k: int, count: int):
                         "handle None grad_outputs, or call ctx.set_materialize_grads(True)") from None
 
 
-CHECK = Check(
-    name="undefined_grad",
-    contract="backward through any one output alone (the others' gradients undefined) works and "
-             "equals backward with explicit zeros for the others",
+CHECK = declared(
+    "undefined_grad",
     run=run,
     script="""\
 # The audit's property: for each output k, backward through output k alone (the others' gradients undefined,

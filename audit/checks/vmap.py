@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import torch
 
+from audit.checks.catalog import declared
 from audit.checks import numerical, smoothness
-from audit.checks.interface import Check, Violation
+from audit.checks.interface import Violation
 from audit.checks.tensors import compare_all, detached, grad_outputs, mismatch, outputs_of
 from audit.checks.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit, is_setup_context_refusal
 from audit.inputs.variants import rearranged
@@ -159,15 +160,9 @@ def _tensors(fn):
     return lambda *args: tuple(outputs_of(fn(*args)))
 
 
-CHECK = Check(
-    name="vmap",
-    contract="torch.func.vmap (batch dim at drawn positions, some inputs unbatched) equals the per-sample loop "
-             "for outputs and vjps; jacrev, and jacfwd with forward_ad, equal finite differences; claimed "
-             "through supports.vmap",
+CHECK = declared(
+    "vmap",
     run=run,
-    claimed=lambda entry: entry.supports.vmap,
-    claim="supports.vmap",
-    batched=True,
     script="""\
 from torch.func import vmap, vjp
 # The audit stacked 3 samples (the values reordered) at the in_dims it drew; here: the drawn sample, tripled.

@@ -13,7 +13,7 @@ from audit.registry.load import load_registry
 def listing(registry_path: str, patterns) -> int:
     """One line per entry, then its checks (claimed ones marked *)."""
     registry = load_registry(registry_path)
-    checks = check_table(registry)
+    checks = check_table(registry, code=False)  # declarations: no torch import
     for entry in select_entries(registry, patterns):
         keys = plan(entry, checks)
         claimed = {}

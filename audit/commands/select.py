@@ -19,13 +19,16 @@ def select_entries(registry, patterns) -> list:
     return chosen
 
 
-def check_table(registry) -> dict:
-    """Built-in checks plus the registry's local ``checks/`` folder; every opted-in name must exist."""
+def check_table(registry, *, code: bool = True) -> dict:
+    """Built-in checks plus the registry's local ``checks/`` folder; every opted-in name must exist. Without
+    ``code``: the built-in declarations only (no torch), and local checks only when an entry opts into one."""
     from audit.checks import table
 
     folder = checks_dir(registry)
+    if not code and not any(entry.checks for entry in registry.entries):
+        folder = None
     try:
-        checks = table(folder)
+        checks = table(folder, code=code)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     problems = [Problem(registry.path, e.line, 1, f"{e.name}.checks", f"no check named {name!r} in {folder}")

@@ -1,0 +1,255 @@
+"""Every built-in check's declaration, apart from its code: the table ``audit list``, the plan and the
+reports read without importing torch. A check's module adds only its code (``run``, ``script``,
+``script_values``) with :func:`declared`; its contract, claims, dtypes and drawing options live here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from audit.checks.interface import OPERATOR_KINDS, Check, claimed_dtypes, numeric_dtypes
+from audit.registry.model import Entry
+
+
+#: The low-precision dtypes the dtype check probes beyond the claimed ones.
+DTYPE_PROBES = ("float16", "bfloat16")
+#: shared_grad draws batches this large and up: at 1 the mean of per-sample gradients is their sum.
+MIN_BATCH = 2
+
+
+def _not_loaded(subject, case) -> None:
+    raise RuntimeError("a declaration's property lives in its check's module: use audit.checks.builtin()")
+
+
+def _dtype_with_probes(entry: Entry) -> tuple[str, ...]:
+    """Every claimed dtype, plus the low-precision probes."""
+    return tuple(dict.fromkeys(entry.supports.dtypes + DTYPE_PROBES))
+
+
+def _two_differentiable_inputs(entry: Entry) -> bool:
+    """Two or more inputs that can require grad: only then can some require it and others not."""
+    return sum(getattr(spec, "differentiable", False) for spec in entry.inputs) >= 2
+
+
+def _batch_reaches_two(entry: Entry) -> bool:
+    """A declared batch dim that may reach 2."""
+    return entry.batch is not None and entry.dim_range(entry.batch)[1] >= MIN_BATCH
+
+
+#: Every built-in check's declaration, in matrix order (the contract's order, own checks appended).
+CATALOG: dict[str, Check] = {check.name: check for check in (
+    Check(
+        name="forward",
+        run=_not_loaded,
+        contract="forward runs on every drawn case; with a reference, values match it "
+                 "(float64: atol 1e-10, rtol 1e-9; other dtypes: torch.testing's defaults); "
+                 "without one, finite inputs give finite outputs",
+        dtypes=claimed_dtypes,
+    ),
+    Check(
+        name="gradcheck",
+        run=_not_loaded,
+        contract="the analytic gradient equals central finite differences (torch.autograd.gradcheck, "
+                 "slow mode up to 1,024 input elements, fast mode with atol scaled by size beyond), with "
+                 "respect to a module's parameters too, and with a reference, equals the reference's "
+                 "gradient at float64-tight tolerance",
+    ),
+    Check(
+        name="gradgradcheck",
+        run=_not_loaded,
+        contract="the backward is itself differentiable and its gradient equals finite differences "
+                 "(torch.autograd.gradgradcheck); claimed through supports.double_backward",
+        claimed=lambda entry: entry.supports.double_backward,
+        claim="supports.double_backward",
+        version=2,
+    ),
+    Check(
+        name="forward_ad",
+        run=_not_loaded,
+        contract="the jvp (forward-mode AD) equals finite differences; claimed through supports.forward_ad",
+        claimed=lambda entry: entry.supports.forward_ad,
+        claim="supports.forward_ad",
+    ),
+    Check(
+        name="undefined_grad",
+        run=_not_loaded,
+        contract="backward through any one output alone (the others' gradients undefined) works and "
+                 "equals backward with explicit zeros for the others",
+    ),
+    Check(
+        name="empty",
+        run=_not_loaded,
+        contract="when a dim may be 0 (its range starts at 0), forward and backward run on empty "
+                 "tensors and gradients have the inputs' shapes",
+        applies=lambda entry: entry.may_be_empty,
+        empty=True,
+    ),
+    Check(
+        name="determinism",
+        run=_not_loaded,
+        contract="two runs on the same inputs give bitwise-equal outputs and gradients; "
+                 "claimed unless supports.deterministic is false",
+        claimed=lambda entry: entry.supports.deterministic,
+        claim="supports.deterministic",
+        dtypes=claimed_dtypes,
+    ),
+    Check(
+        name="dtype",
+        run=_not_loaded,
+        contract="in each claimed dtype (and, as unclaimed probes, float16 and bfloat16), forward and backward "
+                 "run, outputs and gradients come back in the input's dtype, and values and gradients are close "
+                 "to float64 on the same inputs (torch.testing's tolerance for the dtype; in float64, to the "
+                 "reference at tight tolerance)",
+        dtypes=_dtype_with_probes,
+        dtype_claimed=lambda entry, dtype: dtype in entry.supports.dtypes,
+        claim="supports.dtypes",
+    ),
+    Check(
+        name="device",
+        run=_not_loaded,
+        contract="on each claimed device outputs and gradients live on the input's device and match the CPU "
+                 "result within the dtype's tolerance; a device that is not present is a skip",
+        dtypes=claimed_dtypes,
+    ),
+    Check(
+        name="noncontiguous",
+        run=_not_loaded,
+        contract="every tensor input given transposed, step-sliced, with a storage offset or channels_last "
+                 "(drawn) gives the outputs and gradients of the contiguous input; non-contiguous and "
+                 "expanded (stride-0) grad_outputs give the gradients of dense ones; claimed through "
+                 "supports.noncontiguous (default true)",
+        claimed=lambda entry: entry.supports.noncontiguous,
+        claim="supports.noncontiguous",
+        layouts=True,
+    ),
+    Check(
+        name="alias",
+        run=_not_loaded,
+        contract="forward modifies only the inputs declared in mutates (values and version counters compared), "
+                 "and those it must modify and mark dirty; an output shares storage with an input only if "
+                 "declared in views (or mutates); backward modifies neither grad_output nor the inputs; a "
+                 "returned gradient keeps its values when the target runs again, and an in-place update of it "
+                 "(grad += 1) changes no input, output or later gradient (gradients may share memory with each "
+                 "other or with grad_output, as torch's own add and cat do)",
+        version=2,
+    ),
+    Check(
+        name="saved_tensors",
+        run=_not_loaded,
+        contract="after forward, modifying any input or output in place either makes backward raise autograd's "
+                 "'modified by an inplace operation' error or leaves the gradient unchanged; a silently "
+                 "different gradient means a tensor kept outside save_for_backward",
+    ),
+    Check(
+        name="vmap",
+        run=_not_loaded,
+        contract="torch.func.vmap (batch dim at drawn positions, some inputs unbatched) equals the per-sample loop "
+                 "for outputs and vjps; jacrev, and jacfwd with forward_ad, equal finite differences; claimed "
+                 "through supports.vmap",
+        claimed=lambda entry: entry.supports.vmap,
+        claim="supports.vmap",
+        batched=True,
+    ),
+    Check(
+        name="compile",
+        run=_not_loaded,
+        contract="torch.compile on the chosen backend (aot_eager by default: Dynamo and AOTAutograd) gives "
+                 "eager's outputs and gradients without crashing, and does not recompile on every new shape "
+                 "(supports.compile: true; graph breaks are recorded in metrics); with supports.compile: "
+                 "fullgraph it also traces as one graph (fullgraph=True), and a graph break fails",
+        claimed=lambda entry: entry.supports.compile,
+        claim="supports.compile",
+        kinds=OPERATOR_KINDS + ("model",),
+    ),
+    Check(
+        name="autocast",
+        run=_not_loaded,
+        contract="under torch.autocast (CPU bfloat16, CUDA float16) forward and backward run, outputs have the dtype "
+                 "the reference gets from autocast's policy (else float32 or the low dtype), and outputs and "
+                 "gradients are finite, in the input's dtype and close to float32's; claimed through supports.autocast",
+        claimed=lambda entry: entry.supports.autocast,
+        claim="supports.autocast",
+        dtypes=lambda entry: ("float32",),
+    ),
+    Check(
+        name="checkpoint",
+        run=_not_loaded,
+        contract="under torch.utils.checkpoint.checkpoint(use_reentrant=False) outputs and gradients equal the "
+                 "unchecked run, and forward is pure (the same inputs and RNG state give the same values); "
+                 "claimed through supports.checkpoint (default true)",
+        claimed=lambda entry: entry.supports.checkpoint,
+        claim="supports.checkpoint",
+    ),
+    Check(
+        name="opcheck",
+        run=_not_loaded,
+        contract="torch.library.opcheck (schema, autograd registration, fake tensor, AOT dispatch) passes on drawn "
+                 "inputs, non-contiguous ones included when supports.noncontiguous; always required of an op",
+        applies=lambda entry: entry.kind == "op",
+        layouts="mixed",
+    ),
+    Check(
+        name="export",
+        run=_not_loaded,
+        contract="torch.export.export (non-strict and strict, dynamic dims where the registry's vary) traces, "
+                 "saves, loads and runs, and the loaded program gives eager's outputs; claimed through "
+                 "supports.export",
+        claimed=lambda entry: entry.supports.export,
+        claim="supports.export",
+    ),
+    Check(
+        name="distributed",
+        run=_not_loaded,
+        contract="under DistributedDataParallel (2 CPU ranks, gloo, loopback) with a batch split across ranks, the "
+                 "synchronised gradients equal one process's on the whole batch, and no rank errors or hangs; "
+                 "claimed through supports.distributed",
+        claimed=lambda entry: entry.supports.distributed,
+        claim="supports.distributed",
+    ),
+    Check(
+        name="state_dict",
+        run=_not_loaded,
+        contract="kind module: after torch.save of the state_dict and load_state_dict into a fresh instance (built "
+                 "from another seed), outputs and gradients (inputs and parameters) are unchanged",
+        kinds=("module",),
+    ),
+    Check(
+        name="train_step",
+        run=_not_loaded,
+        contract="kind model: on every scanned batch the loss and every parameter gradient are finite (a non-finite "
+                 "value is traced to its operation and custom Function), and SGD steps lower the loss on a "
+                 "repeated batch; records losses, gradient norms, step time and peak memory",
+        kinds=("model",),
+        dtypes=lambda entry: ("float32",),
+    ),
+    Check(
+        name="accumulation",
+        run=_not_loaded,
+        contract="kind model: gradients accumulated over micro-batches (each loss weighted by its share) equal the "
+                 "whole batch's",
+        kinds=("model",),
+        dtypes=lambda entry: ("float32",),
+    ),
+    Check(
+        name="partial_grad",
+        run=_not_loaded,
+        contract="with only one differentiable input requiring grad (each in turn), backward runs and gives it "
+                 "the gradient it gets when every input requires grad",
+        applies=_two_differentiable_inputs,
+    ),
+    Check(
+        name="shared_grad",
+        run=_not_loaded,
+        contract="for an entry with batch: B (samples along B independent), at batch sizes of 2 and up each "
+                 "sample's outputs and batched-input gradients equal that sample's alone, and an input without B "
+                 "(shared across the batch), and each parameter of a module, gets the sum of its per-sample gradients",
+        applies=_batch_reaches_two,
+        version=2,
+        min_batch=MIN_BATCH,
+    ),
+)}
+
+
+def declared(name: str, *, run, script: str = "", script_values=None) -> Check:
+    """The built-in check ``name``: its declaration here, with its code from its module."""
+    return replace(CATALOG[name], run=run, script=script, script_values=script_values)
