@@ -62,13 +62,15 @@ def _replay(chosen, row: Planted, case: Case) -> str:
 
 def swap(script: str, row: Planted) -> str:
     """The script with the twin in place of the bug (its import added)."""
+    if row.spec.get("kind") == "op":  # "namespace::name": both ops come with the entry's load modules
+        old, new = _op_path(row.bug), _op_path(row.twin)
+        assert old in script, f"the script does not call {old}"
+        return script.replace(old, new)
     (module, name), (twin_module, twin_name) = row.bug.split(":"), row.twin.split(":")
     old, new = f"{module}.{name}", f"{twin_module}.{twin_name}"
-    if row.spec.get("kind") == "op":
-        old, new = _op_path(row.bug), _op_path(row.twin)
     assert old in script, f"the script does not call {old}"
     fixed = script.replace(old, new)
-    return fixed.replace("import torch\n", f"import torch\nimport {twin_module}\n", 1) if ":" in row.twin else fixed
+    return fixed.replace("import torch\n", f"import torch\nimport {twin_module}\n", 1)
 
 
 def _op_path(target: str) -> str:

@@ -72,18 +72,57 @@ def _implied_dtypes(subject, case) -> list | None:
         return [o.dtype for o in outputs_of(subject.evaluate_reference(*subject.args(case, "float32")))]
 
 
+def _tolerance_values(subject) -> dict:
+    """The comparison with float32: the entry's tolerance for the low dtype, else :data:`TOLERANCE`'s."""
+    low = LOW[subject.device]
+    tol = subject.entry.tolerance_for(low) or TOLERANCE[low]
+    return {"atol": tol.atol, "rtol": tol.rtol}
+
+
+SCRIPT = """\
+low = torch.bfloat16 if device == "cpu" else torch.float16  # autocast's low precision on this device
+
+
+def float32(xs):
+    return [x.detach().float().requires_grad_(x.requires_grad) if torch.is_tensor(x) and x.is_floating_point() else x
+            for x in xs]
+
+
+xs = float32(args)
+expected_outs = tensors_of(audited(*xs))  # float32, no autocast
+expected_grads = vjp(expected_outs, xs)  # cotangents in each output's dtype
+xs = float32(args)
+with torch.autocast(device_type=device, dtype=low):  # forward inside autocast, backward outside, as in training
+    outs = tensors_of(audited(*xs))
+    if ref is not None:
+        with torch.no_grad():
+            implied = [o.dtype for o in tensors_of(guarded(ref)(*float32(args)))]  # autocast's policy for the composite
+for i, o in enumerate(outs):
+    allowed = {implied[i]} if ref is not None else {torch.float32, low}
+    if o.is_floating_point() and o.dtype not in allowed:
+        print(f"output {i} is {o.dtype} under autocast({low}); expected {allowed}")
+        sys.exit(1)
+try:
+    low_grads = vjp(outs, xs)  # outside autocast, as in training
+except RuntimeError as exc:
+    print("backward raised:", str(exc).strip().splitlines()[0], "(decorate forward with "
+          "@torch.amp.custom_fwd(device_type=...) and backward with @torch.amp.custom_bwd(device_type=...))")
+    sys.exit(1)
+failed = differs(f"output under autocast({low}) vs float32", [o.float() for o in outs], [o.detach() for o in expected_outs])
+diff = [x for x in xs if torch.is_tensor(x) and x.requires_grad]
+for i, (g, x) in enumerate(zip(low_grads, diff)):
+    if g.dtype != x.dtype or not torch.isfinite(g).all():
+        print(f"gradient of input {i} is {g.dtype} (input {x.dtype}), finite: {bool(torch.isfinite(g).all())}")
+        failed = True
+failed = failed or differs(f"gradient under autocast({low}) vs float32: input", low_grads, expected_grads)
+print("autocast differs from float32" if failed else "autocast: the dtypes, outputs and gradients float32 implies")
+sys.exit(1 if failed else 0)
+"""
+
+
 CHECK = declared(
     "autocast",
     run=run,
-    script="""\
-args = [a.float().detach().requires_grad_(a.requires_grad) if torch.is_tensor(a) and a.is_floating_point() else a
-        for a in args]
-low = torch.bfloat16 if device == "cpu" else torch.float16
-with torch.autocast(device_type=device, dtype=low):
-    out = fn(*args)
-outs = out if isinstance(out, (tuple, list)) else (out,)
-print("outputs under autocast:", [(o.dtype, o) for o in outs])
-diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
-print("gradients:", torch.autograd.grad([o.float().sum() for o in outs if o.requires_grad], diff))
-""",
+    script=SCRIPT,
+    script_values=lambda subject, case: _tolerance_values(subject),
 )

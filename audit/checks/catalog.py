@@ -250,6 +250,6 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
 )}
 
 
-def declared(name: str, *, run, script: str = "", script_values=None) -> Check:
+def declared(name: str, *, run, script: str = "", model_script: str = "", script_values=None) -> Check:
     """The built-in check ``name``: its declaration here, with its code from its module."""
-    return replace(CATALOG[name], run=run, script=script, script_values=script_values)
+    return replace(CATALOG[name], run=run, script=script, model_script=model_script, script_values=script_values)

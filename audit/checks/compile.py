@@ -9,7 +9,7 @@ import time
 
 from audit.checks.catalog import declared
 from audit.checks import dynamo
-from audit.checks.interface import Violation
+from audit.checks.interface import Violation, tolerance_values
 from audit.checks.tensors import compare_all, gradients, outputs_of
 from audit.checks.torch_bugs import COMPILE_MARK_DIRTY, TorchBugHit, compile_drops_mark_dirty
 
@@ -100,19 +100,97 @@ def _model_step(subject) -> None:
         raise Violation(f"{exc} (parameter {names[int(index)]!r})") from None
 
 
+def _script_values(subject, case) -> dict:
+    """The backend, the fullgraph claim and the comparison; for an operator, the shapes the sweep ran."""
+    found = {**tolerance_values(subject, case), "backend": subject.options.compile_backend}
+    if subject.entry.kind == "model":
+        return found
+    return {**found, "fullgraph": fullgraph(subject.entry),
+            "sweep": [swept for _, swept in dynamo.shape_sweep(subject.entry, case)]}
+
+
+_DYNAMO = """\
+import torch._dynamo
+from torch._dynamo.utils import counters
+
+
+def dynamo_failed(exc):
+    \"\"\"Say why torch.compile refused, as the audit does, and exit 1.\"\"\"
+    first = (str(exc).strip().splitlines() or ["(no message)"])[0]
+    if isinstance(exc, torch._dynamo.exc.Unsupported):
+        print("graph break under torch.compile(fullgraph=True):", first)
+    else:
+        print(f"torch.compile failed: {type(exc).__name__}: {first}")
+    sys.exit(1)
+"""
+
+SCRIPT = _DYNAMO + """
+
+def run(f, xs):
+    \"\"\"Outputs of f on fresh copies of xs, and the gradients of <differentiable outputs, the cell's cotangents>.\"\"\"
+    xs = fresh(xs)
+    outs = tensors_of(f(*xs))
+    return [o.detach() for o in outs], vjp(outs, xs)
+
+
+graphs = 0
+
+
+def counting(gm, example_inputs):  # the cell's backend, counting the graphs it is handed
+    global graphs
+    graphs += 1
+    return torch._dynamo.lookup_backend(backend)(gm, example_inputs)
+
+
+torch._dynamo.reset()
+counters.clear()
+for name in ("recompile_limit", "cache_size_limit"):  # Dynamo would fall back to eager silently after 8
+    if hasattr(torch._dynamo.config, name):
+        setattr(torch._dynamo.config, name, max(64, getattr(torch._dynamo.config, name)))
+# fullgraph: what compile: fullgraph claims (only then is a graph break a failure); the call guarded outside
+compiled = guarded(torch.compile(_target, backend=counting, fullgraph=fullgraph))
+try:
+    seen, recompiled = set(), []  # the audit's shape sweep: the third new shape must not compile again
+    for xs in sweep:
+        shape, before = tuple(tuple(x.shape) for x in xs if torch.is_tensor(x)), graphs
+        run(compiled, xs)
+        if shape not in seen:
+            seen.add(shape)
+            recompiled.append(graphs > before)
+    if len(seen) >= 3 and all(recompiled):
+        print(f"torch.compile recompiled for every new shape ({graphs} graphs for {len(seen)} shapes): a size is "
+              "specialised, e.g. turned into a Python int")
+        sys.exit(1)
+    eager, got = run(audited, args), run(compiled, args)
+except torch._dynamo.exc.TorchDynamoException as exc:
+    dynamo_failed(exc)
+print("graph breaks:", sum(counters["graph_break"].values()), "(a failure only under compile: fullgraph)")
+failed = differs("compiled output", got[0], eager[0])
+failed = failed or differs("compiled gradient of input", got[1], eager[1])
+sys.exit(1 if failed else 0)
+"""
+
+MODEL_SCRIPT = _DYNAMO + """
+eager, make_batch, loss_fn = build()
+model = build()[0]
+compiled = torch.compile(model, backend=backend)
+inputs, targets = batch(make_batch, plan["batch"], 0)
+expected = step(eager, loss_fn, inputs, targets)
+try:
+    got = step(compiled, loss_fn, *batch(make_batch, plan["batch"], 0))
+except torch._dynamo.exc.TorchDynamoException as exc:
+    dynamo_failed(exc)
+print("loss: compiled", got.item(), "eager", expected.item())
+failed = not torch.allclose(got.detach().double(), expected.detach().double(), atol=atol, rtol=rtol)
+failed |= differ("compiled training step: gradient", gradients(model), gradients(eager))
+sys.exit(1 if failed else 0)
+"""
+
+
 CHECK = declared(
     "compile",
     run=run,
-    script="""\
-import torch._dynamo
-from torch._dynamo.utils import counters
-torch._dynamo.reset()
-compiled = torch.compile(fn, backend="aot_eager")  # fullgraph=True: what compile: fullgraph claims
-eager_out = fn(*args)
-fresh = [a.detach().clone().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a in args]
-compiled_out = compiled(*fresh)
-print("eager:   ", eager_out)
-print("compiled:", compiled_out)
-print("graph breaks:", sum(counters["graph_break"].values()), list(counters["graph_break"])[:1])
-""",
+    script=SCRIPT,
+    model_script=MODEL_SCRIPT,
+    script_values=lambda subject, case: _script_values(subject, case),
 )

@@ -25,7 +25,7 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks import ddp
-from audit.checks.interface import NotApplicable, Violation
+from audit.checks.interface import NotApplicable, Violation, tolerance_values
 from audit.checks.tensors import mismatch
 from audit.engine.channel import spawn, tail
 from audit.engine.reaper import end_group
@@ -184,18 +184,124 @@ def run(subject, case) -> None:
                                 "collective")
 
 
+def _script_values(subject, case) -> dict:
+    """The comparison, the axis of the split dim per input, and the case as split (that dim made even)."""
+    entry, dim = subject.entry, ddp.batch_dim(subject.entry, WORLD)
+    if dim is None:
+        return {}
+    return {**tolerance_values(subject, case), "axes": ddp.batched_axes(entry, dim),
+            "even_args": ddp.even(entry, case, dim, WORLD)}
+
+
+SCRIPT = """\
+# Forks its 2 gloo ranks (on the loopback interface) from this process: python this_file, nothing else (Linux).
+# even_args: the case with the split dim made a multiple of 2; axes: input -> the axis it is split along.
+import datetime
+import multiprocessing
+import os
+import queue
+import tempfile
+import traceback
+
+import torch._dynamo  # DistributedDataParallel imports it: once here rather than in each forked rank
+import torch.distributed as dist
+
+WORLD = 2
+
+
+class Harness(torch.nn.Module):
+    \"\"\"The target with parameters, as the audit trains it: an input with the batch dim is data times a learnable
+    scale (1 along the batch), one without it is a parameter; the loss is sum(out ** 2) / 2 over floating outputs.\"\"\"
+
+    def __init__(self, xs):
+        super().__init__()
+        self.template, self.weights = list(xs), torch.nn.ParameterDict()
+        for i, x in enumerate(xs):
+            if torch.is_tensor(x) and x.requires_grad:
+                shape = [1 if k == axes.get(i) else n for k, n in enumerate(x.shape)]
+                self.weights[str(i)] = torch.nn.Parameter(
+                    torch.ones(shape, dtype=x.dtype, device=x.device) if i in axes else x.detach().clone())
+
+    def forward(self, *data):
+        it, xs = iter(data), []
+        for i, x in enumerate(self.template):
+            x = next(it) if i in axes else x
+            if str(i) in self.weights:
+                x = x * self.weights[str(i)] if i in axes else self.weights[str(i)]
+            xs.append(x)
+        out = _target(*xs)
+        outs = [out] if torch.is_tensor(out) else [o for o in out if torch.is_tensor(o)]
+        return sum((o ** 2).sum() / 2 for o in outs if o.is_floating_point())
+
+
+def data(rank=0, world=1):
+    \"\"\"The batched inputs, detached, cut to this rank's share of the batch.\"\"\"
+    return [even_args[i].detach().chunk(world, dim=axis)[rank].contiguous() for i, axis in sorted(axes.items())]
+
+
+def parameter_grads(module):
+    return {n: (p.grad if p.grad is not None else torch.zeros_like(p)).detach().double() for n, p in module.weights.items()}
+
+
+def rank_main(rank, folder, answers):
+    \"\"\"One rank: its share of the batch under DistributedDataParallel; sends its gradients (times WORLD: DDP
+    averages) or the error.\"\"\"
+    try:
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo", init_method=f"file://{folder}/init", rank=rank, world_size=WORLD,
+                                timeout=datetime.timedelta(seconds=60))
+        module = torch.nn.parallel.DistributedDataParallel(Harness(even_args), find_unused_parameters=True)
+        module(*data(rank, WORLD)).backward()
+        answers.put((rank, {n: (g * WORLD).tolist() for n, g in parameter_grads(module.module).items()}))
+        dist.destroy_process_group()
+    except Exception as exc:
+        answers.put((rank, f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]} "
+                           f"(at {traceback.extract_tb(exc.__traceback__)[-1].filename}:{traceback.extract_tb(exc.__traceback__)[-1].lineno})"))
+
+
+reference = Harness(even_args)  # one process, the whole batch
+reference(*data()).backward()
+expected = parameter_grads(reference)
+os.environ.update({"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"})
+context = multiprocessing.get_context("fork")
+answers, failed = context.Queue(), False
+with tempfile.TemporaryDirectory() as folder:
+    ranks = [context.Process(target=rank_main, args=(rank, folder, answers)) for rank in range(WORLD)]
+    for process in ranks:
+        process.start()
+    found = {}
+    try:
+        for _ in range(WORLD):
+            rank, answer = answers.get(timeout=120)
+            found[rank] = answer
+    except queue.Empty:  # a rank neither answered nor failed
+        missing = [rank for rank in range(WORLD) if rank not in found]
+        print(f"rank {missing[0]} did not answer within 120 s: a hang in a collective or in the target")
+        failed = True
+    for process in ranks:
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+for rank, answer in sorted(found.items()):
+    if isinstance(answer, str):
+        print(f"rank {rank} raised {answer}")
+        failed = True
+        continue
+    for name, grad in expected.items():
+        got = torch.tensor(answer[name], dtype=torch.float64)
+        if not torch.allclose(got, grad, atol=atol, rtol=rtol, equal_nan=True):
+            what = f"the scale of input {name}" if int(name) in axes else f"input {name} (as a parameter)"
+            print(f"rank {rank}: DDP gradient of {what} differs from one process on the whole batch: max |difference|",
+                  (got - grad).abs().max().item())
+            failed = True
+print("the ranks disagree with one process" if failed else "both ranks' gradients equal one process's")
+sys.exit(1 if failed else 0)
+"""
+
+
 CHECK = declared(
     "distributed",
     run=run,
-    script="""\
-# Two ranks with gloo: run this file twice, with RANK=0 and RANK=1 (and MASTER_ADDR=127.0.0.1 MASTER_PORT=29500).
-import os
-import torch.distributed as dist
-dist.init_process_group("gloo", rank=int(os.environ["RANK"]), world_size=2)
-diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
-out = fn(*args)
-outs = out if isinstance(out, (tuple, list)) else (out,)
-sum((o ** 2).sum() / 2 for o in outs).backward()
-print("rank", dist.get_rank(), [a.grad for a in diff])
-""",
+    script=SCRIPT,
+    script_values=_script_values,
 )

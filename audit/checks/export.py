@@ -15,7 +15,7 @@ import io
 import torch
 
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation
+from audit.checks.interface import Violation, tolerance_values
 from audit.checks.tensors import compare_all, detached as _detached, outputs_of
 from audit.errors import first_line
 from audit.inputs.variants import resized
@@ -70,8 +70,7 @@ def run(subject, case) -> None:
 def _prepare(subject, case):
     """{mode: callable loaded program}, or the message of the first stage that failed."""
     entry = subject.entry
-    sizes = {name: min(max(lo, TRACE_SIZE), hi) for name in entry.symbols for lo, hi in [entry.dim_range(name)]}
-    example = _detached(subject.args(resized(entry, case, sizes)))
+    example = _detached(subject.args(traced_case(entry, case)))
     template = [None if isinstance(a, torch.Tensor) else _Value(a) for a in example]
     tensors = [a for a in example if isinstance(a, torch.Tensor)]  # the very objects the warm-up sees
     with torch.no_grad():
@@ -99,6 +98,21 @@ def _prepare(subject, case):
     return programs
 
 
+def traced_case(entry, case):
+    """``case`` at the sizes export traces with: each dim at :data:`TRACE_SIZE` where its range allows."""
+    sizes = {name: min(max(lo, TRACE_SIZE), hi) for name in entry.symbols for lo, hi in [entry.dim_range(name)]}
+    return resized(entry, case, sizes)
+
+
+def _script_values(subject, case) -> dict:
+    """The comparison, the traced example and, per tensor input, {axis: [dim, min, max]} for the dims that vary."""
+    entry = subject.entry
+    ranges = {name: list(entry.dim_range(name)) for name in entry.symbols if entry.dim_range(name)[0] < entry.dim_range(name)[1]}
+    dynamic = [{axis: [size, *ranges[size]] for axis, size in enumerate(spec.shape) if size in ranges} or None
+               for _, spec in entry.tensor_inputs] if ranges else None
+    return {**tolerance_values(subject, case), "dynamic": dynamic, "example": traced_case(entry, case)}
+
+
 def _dynamic_shapes(entry, example) -> tuple | None:
     """A ``torch.export.Dim`` per symbolic dim whose range varies, shared across inputs."""
     dims = {name: torch.export.Dim(name, min=lo, max=hi) for name in entry.symbols
@@ -118,19 +132,69 @@ def _first(exc: Exception) -> str:
     return first_line(exc)[:300]
 
 
+SCRIPT = """\
+import io
+
+
+def first(exc):
+    return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}"
+
+
+class EntryModule(torch.nn.Module):
+    \"\"\"The target as a module: its tensor arguments in, the tuple of its tensor outputs out.\"\"\"
+
+    def __init__(self, f, template):
+        super().__init__()
+        self.f, self.template = f, template
+
+    def forward(self, *tensors):
+        it = iter(tensors)
+        return tuple(tensors_of(self.f(*[next(it) if torch.is_tensor(a) else a for a in self.template])))
+
+
+example = [a.detach() if torch.is_tensor(a) else a for a in example]  # dims at 2 where they may: what export traces
+tensors = tuple(a for a in example if torch.is_tensor(a))  # the very objects the warm-up call sees
+with torch.no_grad():
+    _target(*example)  # the warm-up call a deployment script makes before exporting
+found = {}  # dynamic: per tensor input, {axis: [dim, min, max]} for the dims whose range varies
+shapes = None if dynamic is None else (tuple(
+    None if spec is None else {axis: found.setdefault(n, torch.export.Dim(n, min=lo, max=hi)) for axis, (n, lo, hi) in spec.items()}
+    for spec in dynamic),)
+programs = {}
+for mode, strict in (("non-strict", False), ("strict", True)):
+    stage = "trace"
+    try:
+        exported = torch.export.export(EntryModule(_target, example), tensors, dynamic_shapes=shapes, strict=strict)
+        stage = "save"
+        buffer = io.BytesIO()
+        torch.export.save(exported, buffer)
+        stage = "load"
+        buffer.seek(0)
+        programs[mode] = torch.export.load(buffer).module()
+    except Exception as exc:
+        if strict and stage == "trace":  # Dynamo's refusal: loud, recorded by the audit, not a failure
+            print(f"the strict export did not trace ({first(exc)}): not a failure")
+            continue
+        print(f"{stage} ({mode} export): {first(exc)}")
+        sys.exit(1)
+with torch.no_grad():
+    expected = tensors_of(audited(*[a.detach() if torch.is_tensor(a) else a for a in args]))
+failed = False
+for mode, program in programs.items():
+    try:
+        got = list(guarded(program)(*[a.detach().clone() for a in args if torch.is_tensor(a)], clone=False))
+    except Exception as exc:
+        print(f"run ({mode}): the loaded program raised {first(exc)}")
+        sys.exit(1)
+    failed = failed or differs(f"run ({mode}): exported output vs eager,", got, expected)
+print("an exported program differs from eager" if failed else "both exported programs give eager's outputs")
+sys.exit(1 if failed else 0)
+"""
+
+
 CHECK = declared(
     "export",
     run=run,
-    script="""\
-import io
-class M(torch.nn.Module):
-    def forward(self, *xs):
-        it = iter(xs)
-        return fn(*[next(it) if torch.is_tensor(a) else a for a in args])
-tensors = tuple(a.detach() for a in args if torch.is_tensor(a))
-for strict in (False, True):
-    ep = torch.export.export(M(), tensors, strict=strict)
-    buffer = io.BytesIO(); torch.export.save(ep, buffer); buffer.seek(0)
-    print("strict" if strict else "non-strict", torch.export.load(buffer).module()(*tensors), "eager", fn(*args))
-""",
+    script=SCRIPT,
+    script_values=_script_values,
 )

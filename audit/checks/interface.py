@@ -60,9 +60,11 @@ class Check:
     narrows the claim per dtype (for checks that also probe unclaimed dtypes). ``empty`` draws
     cases with a zero-sized dim; ``layouts`` draws a memory layout for every tensor input (``"mixed"``:
     contiguous too); ``batched`` draws a vmap batch position per tensor input; ``min_batch`` draws the
-    entry's ``batch`` dim at least that large. ``script`` is the plain-torch body of the replay script (names: ``fn``, ``ref``, ``args``, ``atol``, ``rtol``);
+    entry's ``batch`` dim at least that large. ``script`` is the plain-torch body of the replay script (names: ``fn``, ``ref``, ``args``, ``atol``, ``rtol``;
+    see :mod:`audit.engine.script`), ``model_script`` its body for a ``model`` entry;
     ``script_values(subject, case)`` gives it any further constant the property used (a name -> a value
-    with a Python literal ``repr``), such as gradcheck's options, so that the script runs the same property.
+    with a Python literal ``repr``, or a :class:`Case`, or a list of cases, written as argument lists), such
+    as gradcheck's options, so that the script runs the same property.
     ``kinds`` are the entry kinds it has cells for (models have their own training checks).
     Bump ``version`` whenever the check's verdicts can change.
     """
@@ -81,5 +83,6 @@ class Check:
     min_batch: int = 0
     kinds: tuple[str, ...] = OPERATOR_KINDS
     script: str = ""
+    model_script: str = ""
     script_values: Callable | None = None
     version: int = 1

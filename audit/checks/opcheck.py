@@ -52,8 +52,15 @@ def _first_line(exc) -> str:
 CHECK = declared(
     "opcheck",
     run=run,
-    script="""\
-op = fn
-print(torch.library.opcheck(op, tuple(args), raise_exception=False))
+    script=f"""\
+utils = {UTILS!r}
+xs = args if noncontiguous else [a.detach().clone(memory_format=torch.contiguous_format).requires_grad_(a.requires_grad)
+                                 if torch.is_tensor(a) else a for a in args]
+results = torch.library.opcheck(fn, tuple(xs), test_utils=utils, raise_exception=False)
+for name, result in sorted(results.items()):
+    said = "pass" if result == "SUCCESS" else f"FAIL: {{type(result).__name__}}: {{str(result).strip().splitlines()[0][:300]}}"
+    print(name, said)
+sys.exit(0 if all(result == "SUCCESS" for result in results.values()) else 1)
 """,
+    script_values=lambda subject, case: {"noncontiguous": subject.entry.supports.noncontiguous},
 )

@@ -8,7 +8,7 @@ import io
 import torch
 
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation
+from audit.checks.interface import Violation, tolerance_values
 from audit.checks.tensors import compare_all, gradients, outputs_of
 
 LOST = ("a tensor the forward uses is not saved: make it a parameter or a registered buffer "
@@ -51,4 +51,37 @@ def _run(module, subject, case):
 CHECK = declared(
     "state_dict",
     run=run,
+    script="""\
+import io
+
+
+def run(m):
+    \"\"\"Outputs of the module m on fresh copies of args, and the gradients of <differentiable outputs, the cell's
+    cotangents> for the inputs that require grad and for m's parameters.\"\"\"
+    xs = fresh(args)
+    outs = tensors_of(guarded(m)(*xs))
+    inputs = sum(torch.is_tensor(x) and x.requires_grad for x in xs)
+    found = vjp(outs, xs + [p for p in m.parameters() if p.requires_grad])
+    return [o.detach() for o in outs], found[:inputs], found[inputs:]
+
+
+buffer = io.BytesIO()
+torch.save(module.state_dict(), buffer)
+buffer.seek(0)
+torch.manual_seed(1)  # a fresh instance from another seed than the original's 0
+loaded = make().to(dtype=dtype, device=device)
+try:
+    loaded.load_state_dict(torch.load(buffer, weights_only=True))
+except Exception as exc:
+    print(f"load_state_dict into a fresh instance raised {type(exc).__name__}: {str(exc).strip().splitlines()[0]}")
+    sys.exit(1)
+before, after = run(module), run(loaded)
+failed = differs("after a state_dict round trip, output", after[0], before[0])
+failed = failed or differs("after a state_dict round trip, gradient of input", after[1], before[1])
+failed = failed or differs("after a state_dict round trip, gradient of parameter", after[2], before[2])
+print("a tensor the forward uses is not saved: make it a parameter or a registered buffer" if failed
+      else "the state_dict round trip keeps outputs and gradients")
+sys.exit(1 if failed else 0)
+""",
+    script_values=tolerance_values,
 )

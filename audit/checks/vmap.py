@@ -7,7 +7,7 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks import numerical, smoothness
-from audit.checks.interface import Violation
+from audit.checks.interface import Violation, tolerance_values
 from audit.checks.tensors import compare_all, detached, grad_outputs, mismatch, outputs_of
 from audit.checks.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit, is_setup_context_refusal
 from audit.inputs.variants import rearranged
@@ -160,16 +160,120 @@ def _tensors(fn):
     return lambda *args: tuple(outputs_of(fn(*args)))
 
 
+SCRIPT = """\
+from torch.func import jacfwd, jacrev, vjp, vmap
+
+BATCH = 3
+
+
+def sample(k):
+    \"\"\"Sample k of the batch, as the audit makes it: the drawn values (k = 0), at each batched input reordered
+    (odd k: reversed, then rolled by k // 2); fresh leaves.\"\"\"
+    xs = []
+    for a, d in zip(args, in_dims):
+        if torch.is_tensor(a):
+            flat = a.detach().reshape(-1)
+            if d is not None:
+                flat = torch.roll(flat.flip(0) if k % 2 else flat, k // 2)
+            a = flat.reshape(a.shape).clone().requires_grad_(a.requires_grad)
+        xs.append(a)
+    return xs
+
+
+def transformed(label, thunk):
+    try:
+        return thunk()
+    except RuntimeError as exc:  # torch.func refuses the target (no setup_context, no vmap rule, no jvp...)
+        print(f"{label} raised: {str(exc).strip().splitlines()[0]}")
+        sys.exit(1)
+
+
+def check(failed):
+    if failed:
+        sys.exit(1)
+
+
+plain = lambda xs: [x.detach() if torch.is_tensor(x) else x for x in xs]
+samples = [sample(k) for k in range(BATCH)]
+stacked = [torch.stack([s[i].detach() for s in samples], dim=d) if d is not None else plain(samples[0])[i]
+           for i, d in enumerate(in_dims)]
+dims = tuple(in_dims)
+
+# 1. outputs under vmap against the per-sample loop
+with torch.no_grad():
+    expected = [tensors_of(_target(*plain(s))) for s in samples]
+got = transformed("vmap", lambda: vmap(lambda *xs: tuple(tensors_of(_target(*xs))), in_dims=dims)(*stacked))
+check(any(differs(f"vmap output (sample {k} of {BATCH}, in_dims {dims})", [g.select(0, k) for g in got], expected[k])
+          for k in range(BATCH)))
+
+# 2. per-sample vjps (torch.func.vjp under vmap) against autograd, with the audit's cotangents (seed + k)
+wrt = [i for i, a in enumerate(samples[0]) if torch.is_tensor(a) and a.requires_grad]
+sample_grads, sample_cts, picked = [], [], []
+for k, s in enumerate(samples if wrt else []):
+    outs = tensors_of(_target(*s))
+    picked = [j for j, o in enumerate(outs) if o.is_floating_point() and o.requires_grad]
+    if not picked:
+        break
+    chosen = [outs[j] for j in picked]
+    cts = cotangents(chosen, seed + k)
+    found = torch.autograd.grad(chosen, [s[i] for i in wrt], cts, allow_unused=True)
+    sample_grads.append(filled(found, [s[i] for i in wrt]))
+    sample_cts.append(cts)
+if picked:
+    stacked_cts = [torch.stack([c[m] for c in sample_cts]) for m in range(len(picked))]
+
+    def per_sample(*flat):
+        xs, cts = list(flat[:len(stacked)]), flat[len(stacked):]
+
+        def f(*ws):
+            for i, w in zip(wrt, ws):
+                xs[i] = w
+            outs = tensors_of(_target(*xs))
+            return tuple(outs[j] for j in picked)
+
+        _, pull = vjp(f, *[xs[i] for i in wrt])
+        return pull(tuple(cts))
+
+    got = transformed("vjp under vmap", lambda: vmap(per_sample, in_dims=dims + (0,) * len(stacked_cts))(*stacked, *stacked_cts))
+    check(any(differs(f"vjp under vmap (sample {k} of {BATCH}, in_dims {dims}): gradient of input",
+                      [g.select(0, k) for g in got], sample_grads[k]) for k in range(BATCH)))
+
+# 3. jacrev (and jacfwd when forward_ad is claimed) against central differences on sample 0, first 64 columns
+#    (the audit excuses a point without a derivative: a kink or a jump; the stored case is not one)
+steps = {torch.float64: (1e-6, 1e-5, 1e-3), torch.float32: (1e-3, 1e-2, 1e-2)}
+base = plain(samples[0])
+outs = tensors_of(_target(*samples[0]))
+picked = [j for j, o in enumerate(outs) if o.is_floating_point() and o.requires_grad]
+if wrt and picked and base[wrt[0]].dtype in steps:
+    def f(*ws):
+        xs = list(base)
+        for i, w in zip(wrt, ws):
+            xs[i] = w
+        found = tensors_of(_target(*xs))
+        return tuple(found[j] for j in picked)
+
+    inputs = [base[i] for i in wrt]
+    eps, jac_atol, jac_rtol = steps[inputs[0].dtype]
+    numeric = {}
+    with torch.no_grad():
+        for j, e in [(j, e) for j, x in enumerate(inputs) for e in range(x.numel())][:64]:
+            plus, minus = [x.clone() for x in inputs], [x.clone() for x in inputs]
+            plus[j].view(-1)[e] += eps
+            minus[j].view(-1)[e] -= eps
+            numeric[(j, e)] = [(p - m) / (2 * eps) for p, m in zip(f(*plus), f(*minus))]
+    for label, transform in [("jacrev", jacrev)] + ([("jacfwd", jacfwd)] if forward_ad else []):  # forward_ad: claimed
+        jac = transformed(label, lambda: transform(f, argnums=tuple(range(len(inputs))))(*inputs))
+        check(any(differs(f"{label}: d output {i} / d input {j}[flat {e}] vs finite differences",
+                          [jac[i][j].reshape(tuple(outs[picked[i]].shape) + (inputs[j].numel(),))[..., e]], [expected],
+                          jac_atol, jac_rtol)
+                  for (j, e), column in numeric.items() for i, expected in enumerate(column)))
+print("vmap, vjp under vmap and the Jacobians agree")
+"""
+
+
 CHECK = declared(
     "vmap",
     run=run,
-    script="""\
-from torch.func import vmap, vjp
-# The audit stacked 3 samples (the values reordered) at the in_dims it drew; here: the drawn sample, tripled.
-plain = [a.detach() if torch.is_tensor(a) else a for a in args]
-batched = [torch.stack([a] * 3, dim=d) if d is not None else a for a, d in zip(plain, in_dims)]
-outs = vmap(lambda *xs: fn(*xs), in_dims=tuple(in_dims))(*batched)
-print("vmap:", outs)
-print("loop:", fn(*plain))
-""",
+    script=SCRIPT,
+    script_values=lambda subject, case: {**tolerance_values(subject, case), "forward_ad": subject.entry.supports.forward_ad},
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from audit.inputs.case import Case, TensorArg
 from audit.registry.model import Entry
 
@@ -32,27 +34,56 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append(f"dtype, device = torch.{dtype}, {device!r}")
     lines.append(f"atol, rtol = {tolerance.atol!r}, {tolerance.rtol!r}")
     lines.append(f"seed = {rng_seed!r}  # the cell's seed: its cotangents are drawn from it")
-    lines += [f"{name} = {value!r}" for name, value in (values or {}).items()]
+    values = values or {}
+    cases = {name: value for name, value in values.items() if _is_cases(value)}
+    if values:
+        lines.append("# what the check's property also uses, as the cell used it:")
+    lines += [f"{name} = {value!r}" for name, value in values.items() if name not in cases]
     if entry.kind == "module":
-        lines.append("fn = fn.to(dtype=dtype, device=device)")
+        lines.append("torch.manual_seed(0)\nfn = module = make().to(dtype=dtype, device=device)  # built from the audit's seed")
+    body = (check.model_script if entry.kind == "model" else check.script) or "print(fn(*args))"
     lines += _guard(entry, rng_seed)
     if entry.kind == "model":
-        lines.append(MODEL_REPLAY.format(batch=entry.training.batch, batches=entry.training.batches))
-        return "\n".join(lines) + "\n"
+        lines.append(MODEL_HELPER.format(plan=dataclasses.asdict(entry.training)))
+        return "\n".join(lines + [body]) + "\n"
     if case.layouts:
         lines.append(LAYOUT_HELPER)
     lines.append("args = [")
-    lines += [f"    {_laid_out(_arg(a), case.layout(i))}," for i, a in enumerate(case.args)]
+    lines += _rendered(case)
     lines.append("]")
     if case.in_dims:
         lines.append(f"in_dims = {list(case.in_dims)!r}  # vmap batch position per argument (None: unbatched)")
     if entry.batch:
         axes = {i: spec.shape.index(entry.batch) for i, spec in entry.tensor_inputs if entry.batch in spec.shape}
         lines.append(f"batch_axes = {axes!r}  # argument -> the axis of the batch dim {entry.batch}")
-    if any(f"{name}(" in (check.script or "") for name in HELPERS):
+    lines += _case_lines(cases)
+    if any(f"{name}(" in body for name in HELPERS):
         lines.append(GRADS_HELPER)
-    lines.append(check.script or "print(fn(*args))")
+    lines.append(body)
     return "\n".join(lines) + "\n"
+
+
+def _rendered(case: Case, indent: str = "    ") -> list[str]:
+    """One line per argument of ``case``: its exact values, dtype, shape and memory layout."""
+    return [f"{indent}{_laid_out(_arg(a), case.layout(i))}," for i, a in enumerate(case.args)]
+
+
+def _is_cases(value) -> bool:
+    return isinstance(value, Case) or (isinstance(value, list) and bool(value) and all(isinstance(v, Case) for v in value))
+
+
+def _case_lines(cases: dict) -> list[str]:
+    """A ``script_values`` :class:`Case` as its argument list, a list of cases as a list of argument lists."""
+    lines = []
+    for name, value in cases.items():
+        if isinstance(value, Case):
+            lines += [f"{name} = [", *_rendered(value), "]"]
+            continue
+        lines.append(f"{name} = [")
+        for item in value:
+            lines += ["    [", *_rendered(item, "        "), "    ],"]
+        lines.append("]")
+    return lines
 
 
 #: The functions GRADS_HELPER defines: a script that calls one gets them all.
@@ -112,7 +143,7 @@ def grads(f, xs, layout=None):
     return [o.detach() for o in outs], filled(found, diff)
 
 
-def differs(label, got, expected):
+def differs(label, got, expected, atol=atol, rtol=rtol):
     """Print and say whether ``got`` is not close to ``expected`` (the audit's atol and rtol)."""
     if len(got) != len(expected):
         print(f"{label}: {len(got)} tensors, expected {len(expected)}")
@@ -120,8 +151,9 @@ def differs(label, got, expected):
     bad = False
     for i, (g, e) in enumerate(zip(got, expected)):
         if g.shape != e.shape or not torch.allclose(g.double(), e.double(), atol=atol, rtol=rtol, equal_nan=True):
-            error = (g.double() - e.double()).abs().max().item() if g.shape == e.shape else "shape"
-            print(f"{label} {i}: max |difference| {error} (got {g.dtype}, expected {e.dtype})")
+            what = (f"max |difference| {(g.double() - e.double()).abs().max().item()}" if g.shape == e.shape
+                    else f"shape {list(g.shape)}, expected {list(e.shape)}")
+            print(f"{label} {i}: {what} (got {g.dtype}, expected {e.dtype})")
             bad = True
     return bad
 '''
@@ -157,16 +189,48 @@ def _comment(message: str) -> str:
     return message.replace('"""', "'''").replace("\\", "\\\\")
 
 
-MODEL_REPLAY = '''\
-model, make_batch, loss_fn = fn
-model = model.to(dtype=dtype, device=device)
-for seed in range({batches}):
-    inputs, targets = make_batch({batch}, seed)
-    model.zero_grad()
+MODEL_HELPER = '''\
+plan = {plan!r}  # the entry's training settings
+
+
+def build():
+    """The model as the audit builds it: the factory called from seed 0, at the cell's dtype and device."""
+    torch.manual_seed(0)
+    model, make_batch, loss_fn = fn()
+    return model.to(dtype=dtype, device=device), make_batch, loss_fn
+
+
+def batch(make_batch, size, batch_seed):
+    """make_batch(size, seed), floating tensors in the cell's dtype, all on its device."""
+    inputs, targets = make_batch(size, batch_seed)
+    cast = lambda x: (x.to(device=device, dtype=dtype) if x.is_floating_point() else x.to(device)) if torch.is_tensor(x) else x
+    return tuple(cast(x) for x in inputs), cast(targets)
+
+
+def step(model, loss_fn, inputs, targets):
+    """Forward and backward from zero gradients; the loss."""
+    model.zero_grad(set_to_none=True)
     loss = loss_fn(model(*inputs), targets)
     loss.backward()
-    norms = [p.grad.norm().item() for p in model.parameters() if p.grad is not None]
-    print("batch seed", seed, "loss", loss.item(), "gradient norms", norms)
+    return loss
+
+
+def gradients(model):
+    """Every parameter's gradient by name (zeros where none arrived)."""
+    return {{n: p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
+            for n, p in model.named_parameters() if p.requires_grad}}
+
+
+def differ(label, got, expected, atol=atol, rtol=rtol):
+    """Print and say whether the gradients ``got`` are not close to ``expected`` (by parameter name)."""
+    bad = False
+    for name, e in expected.items():
+        g = got[name]
+        if g.shape != e.shape or not torch.allclose(g.double(), e.double(), atol=atol, rtol=rtol, equal_nan=True):
+            error = (g.double() - e.double()).abs().max().item() if g.shape == e.shape else "shape"
+            print(f"{{label}} of {{name!r}}: max |difference| {{error}}")
+            bad = True
+    return bad
 '''
 
 
@@ -203,8 +267,10 @@ def _target_line(name: str, target: str, kind: str) -> str:
         namespace, _, rest = target.partition("::")
         return f"{name} = torch.ops.{namespace}.{rest}"
     module, _, qualname = target.partition(":")
-    if kind in ("module", "model"):  # the factory, called from the audit's fixed seed
-        return f"import {module}\ntorch.manual_seed(0)\n{name} = {module}.{qualname}()"
+    if kind == "module":  # the factory: the module is built once dtype and device are known
+        return f"import {module}\nmake = {module}.{qualname}  # the factory"
+    if kind == "model":  # the factory of (model, make_batch, loss); build() calls it from the audit's seed
+        return f"import {module}\n{name} = {module}.{qualname}"
     suffix = ".apply" if kind == "function" else ""
     return f"import {module}\n{name} = {module}.{qualname}{suffix}"
 
