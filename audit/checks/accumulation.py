@@ -14,6 +14,7 @@ TOLERANCE = {"float32": Tolerance(atol=1e-5, rtol=1e-4), "float64": Tolerance(at
 
 
 def _tolerance(subject) -> Tolerance:
+    """The entry's tolerance for the cell's dtype, else :data:`TOLERANCE`'s."""
     return subject.entry.tolerance_for(subject.dtype) or TOLERANCE.get(subject.dtype, TOLERANCE["float32"])
 
 

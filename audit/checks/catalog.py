@@ -1,5 +1,5 @@
 """Every built-in check's declaration, apart from its code: the table ``audit list``, the plan and the
-reports read without importing torch. A check's module adds only its code (``run``, ``script``,
+reports read without importing torch. A check's module adds only its code (``run``, ``script``, ``model_script``,
 ``script_values``) with :func:`declared`; its contract, claims, dtypes and drawing options live here.
 """
 

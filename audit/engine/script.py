@@ -69,6 +69,7 @@ def _rendered(case: Case, indent: str = "    ") -> list[str]:
 
 
 def _is_cases(value) -> bool:
+    """Whether a ``script_values`` value is a case, or a list of cases, to write as argument lists."""
     return isinstance(value, Case) or (isinstance(value, list) and bool(value) and all(isinstance(v, Case) for v in value))
 
 
