@@ -12,8 +12,14 @@ def replay_case(check, subject, case) -> str:
     when the property holds there. The global generators are seeded as the cell seeded them, so a target
     that draws from them draws what it drew in the audit."""
     from audit.engine.cell import seed_global_generators
+    from audit.engine.isolation import isolated
 
-    seed_global_generators(subject.seed)
+    with isolated():  # global torch state the target changes is put back, as run_cell puts it back
+        seed_global_generators(subject.seed)
+        return _failure(check, subject, case)
+
+
+def _failure(check, subject, case) -> str:
     try:
         check.run(subject, case)
     except NotApplicable:
