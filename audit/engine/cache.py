@@ -137,7 +137,7 @@ def cell_key(entry, check, key, claimed: bool, options, environment: dict, code:
     material = {
         "format": FORMAT, "audit": audit, "entry": spec, "code": code,
         "check": [check.name, check.version], "cell": [key.dtype, key.device, claimed],
-        "run": [options.seed, examples, options.compile_backend],
+        "run": [options.seed, examples, options.compile_backend, options.failures],
         "environment": [environment.get("torch"), environment.get("python"), environment.get("devices")],
     }
     text = json.dumps(material, sort_keys=True, default=repr)

@@ -37,7 +37,7 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
     examples = options.examples if claimed else options.unclaimed_examples
     try:
         found = explore(prop, for_check(entry, check), examples=examples, seed_value=seed, shrink=claimed,
-                        budget=options.cell_budget(claimed))
+                        budget=options.cell_budget(claimed), limit=options.failures)
     except SystemExit as exc:
         return Outcome(key, ERRORED, f"the target called sys.exit({exc.code!r})")
     metrics = dict(subject.metrics)

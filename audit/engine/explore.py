@@ -95,24 +95,25 @@ BUDGET_PARTS = 2
 
 
 def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = True,
-            budget: float = 0.0) -> Exploration:
+            budget: float = 0.0, limit: int = MAX_FAILURES) -> Exploration:
     """``prop(case)`` on up to ``examples`` drawn cases; raises only for the audit's own errors. With a
     ``budget`` (the cell's seconds) and ``shrink``, a failing property is searched again, with the same
-    seed, for failures of other kinds (see :data:`MAX_FAILURES`); a property that holds is searched once."""
+    seed, for failures of other kinds, up to ``limit`` failures in all (see :data:`MAX_FAILURES`); a property
+    that holds is searched once."""
     start = time.perf_counter()
     found = _search(prop, strategy, examples, seed_value, shrink)
-    if found.held or not (shrink and budget):
+    if found.held or not (shrink and budget) or limit <= 1:
         return replace(found, seconds=_since(start))
     deadline = start + budget / BUDGET_PARTS
-    others = _others(prop, strategy, examples, seed_value, _kind(found.message), deadline)
+    others = _others(prop, strategy, examples, seed_value, _kind(found.message), deadline, limit)
     return replace(found, seconds=_since(start), others=others)
 
 
-def _others(prop, strategy, examples: int, seed_value: int, kind: str, deadline: float):
+def _others(prop, strategy, examples: int, seed_value: int, kind: str, deadline: float, limit: int = MAX_FAILURES):
     """Failures of kinds other than ``kind``, one search each, every kind found counted as a pass in the
     searches after it; stops at the first search that finds none, runs out of memory or of time."""
     others, known = [], {kind}
-    while len(others) + 1 < MAX_FAILURES and time.perf_counter() < deadline:
+    while len(others) + 1 < limit and time.perf_counter() < deadline:
         try:
             found = _search(prop, strategy, examples, seed_value, True, frozenset(known), deadline)
         except MemoryError:

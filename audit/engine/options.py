@@ -26,6 +26,7 @@ class RunOptions:
     compile_backend: str = "aot_eager"
     cache_dir: str | None = None
     cache_size: int = 512 << 20
+    failures: int = 3  #: distinct failures a failing claimed cell looks for (1: only the first)
 
     @property
     def unclaimed_examples(self) -> int:

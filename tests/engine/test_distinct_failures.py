@@ -177,7 +177,7 @@ def _exit_codes(tmp_path, scripts: list[str]) -> list[int]:
 
 def test_two_bugs_in_one_cell_are_both_reported_each_shrunk_each_replayed(tmp_path, monkeypatch):
     searches = _searches(monkeypatch)
-    found = observe(_cell(tmp_path, "TwoBugs"), "gradcheck")
+    found = observe(_cell(tmp_path, "TwoBugs"), "gradcheck", failures=3)
     assert found.verdict == VIOLATED and found.message.startswith("Jacobian mismatch"), found.message
     assert found.case["args"][0]["values"] == [1.0]  # the wrong branch, x > 0.5, shrunk to one element
     [other] = found.others
@@ -191,20 +191,20 @@ def test_two_bugs_in_one_cell_are_both_reported_each_shrunk_each_replayed(tmp_pa
 
 def test_a_cell_with_one_bug_reports_exactly_one_failure(tmp_path, monkeypatch):
     searches = _searches(monkeypatch)
-    found = observe(_cell(tmp_path, "FastPathWrong"), "gradcheck")
+    found = observe(_cell(tmp_path, "FastPathWrong"), "gradcheck", failures=3)
     assert found.verdict == VIOLATED and found.others == () and len(searches) == 2
 
 
 def test_the_correct_twin_holds_after_a_single_search(tmp_path, monkeypatch):
     searches = _searches(monkeypatch)
-    found = observe(_cell(tmp_path, "CubeFastPath"), "gradcheck")
+    found = observe(_cell(tmp_path, "CubeFastPath"), "gradcheck", failures=3)
     assert found.verdict == HELD and found.others == () and len(searches) == 1
 
 
 # Carried through: the outcome, the cache, the cell, the reporters.
 
 def test_further_failures_survive_the_cache_and_an_old_record_still_loads(tmp_path):
-    found = observe(_cell(tmp_path, "TwoBugs"), "gradcheck", examples=10)
+    found = observe(_cell(tmp_path, "TwoBugs"), "gradcheck", examples=10, failures=3)
     assert found.others and outcome_from_json(json.loads(json.dumps(outcome_to_json(found)))) == found
     old = outcome_to_json(found)
     del old["others"]
