@@ -34,3 +34,11 @@ def test_partial_grad_has_no_cell_for_a_single_differentiable_input(tmp_path):
 
     one = entry(tmp_path, target=f"{P}:MulAdd", inputs=[{"shape": ["N"]}, {"shape": ["N"], "requires_grad": False}])
     assert not builtin()["partial_grad"].applies(one)
+
+
+def test_a_second_bug_does_not_hide_the_partial_one(tmp_path):
+    """gradcheck fails on the wrong sign; partial_grad still fails on what only it can see."""
+    bug = entry(tmp_path, target=f"{P}:UnboundAndWrongSign", **TWO)
+    assert observe(bug, "gradcheck").verdict == VIOLATED
+    found = observe(bug, "partial_grad")
+    assert found.verdict == VIOLATED and "UnboundLocalError" in found.message, found.message

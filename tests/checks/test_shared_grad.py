@@ -76,3 +76,15 @@ def test_the_replay_script_fails_with_the_mean_and_passes_with_the_sum(tmp_path)
     for text, code in ((script, 1), (script.replace(f"{P}.ScaleShiftMean", f"{P}.ScaleShift"), 0)):
         done = subprocess.run([sys.executable, "-c", text], capture_output=True, text=True, cwd=ROOT)
         assert done.returncode == code, done.stdout + done.stderr
+
+
+def test_the_shared_mean_is_reported_even_beside_a_bug_that_shows_at_batch_size_one(tmp_path):
+    """The QP layer's two bugs in one entry: gradcheck fails on the zero-entry bug; shared_grad reports the
+    mean among its distinct failures, shrunk at batch size 2, whichever it met first."""
+    bug = entry(tmp_path, target=f"{P}:ScaleShiftMeanZeroRows", **BATCH)
+    assert observe(bug, "gradcheck").verdict == VIOLATED
+    found = observe(bug, "shared_grad", failures=3)
+    assert found.verdict == VIOLATED
+    failures = [(found.message, found.case), *((other.message, other.case) for other in found.others)]
+    mean = [case for message, case in failures if "sum of its 2 per-sample gradients" in message]
+    assert mean and mean[0]["dims"]["B"] == 2, [m for m, _ in failures]

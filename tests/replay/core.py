@@ -28,6 +28,8 @@ ROWS = [
     Planted(f"{B}:WrongForward", "forward", CUBE, f"{B}:Cube", "max |got - expected|"),
     Planted(f"{P}:UnboundWhenAlone", "partial_grad", TWO, f"{P}:MulAdd", "UnboundLocalError"),
     Planted(f"{P}:SkipsTermWhenAlone", "partial_grad", TWO, f"{P}:MulAdd", "with only input 1 requiring grad"),
+    Planted(f"{P}:UnboundAndWrongSign", "partial_grad", TWO, f"{P}:MulAdd", "UnboundLocalError"),
+    Planted(f"{P}:ScaleShiftMeanZeroRows", "shared_grad", BATCH, f"{P}:ScaleShift"),
     Planted(f"{P}:ScaleShiftMean", "shared_grad", BATCH, f"{P}:ScaleShift", "sum of its 2 per-sample gradients"),
     Planted(f"{P}:Centered", "shared_grad", BATCH, f"{P}:ScaleShift", "sample 0 of 2: output"),
     Planted(f"{P}:scale_shift_mean_layer", "shared_grad", LAYER, f"{P}:scale_shift_layer",
