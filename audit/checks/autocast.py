@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from audit.errors import first_line
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
 from audit.checks.tensors import compare_all, gradients, outputs_of
@@ -56,7 +57,7 @@ def _backward(outputs, args, seed: int) -> list[torch.Tensor]:
         return gradients(outputs, args, seed)
     except RuntimeError as exc:
         if "dtype" in str(exc) or "Half" in str(exc) or "BFloat16" in str(exc):
-            raise Violation(f"backward raised: {str(exc).strip().splitlines()[0]}; {HINT}") from None
+            raise Violation(f"backward raised: {first_line(exc)}; {HINT}") from None
         raise
 
 
@@ -105,7 +106,7 @@ for i, o in enumerate(outs):
 try:
     low_grads = vjp(outs, xs)  # outside autocast, as in training
 except RuntimeError as exc:
-    print("backward raised:", str(exc).strip().splitlines()[0], "(decorate forward with "
+    print("backward raised:", (str(exc).strip().splitlines() or [""])[0], "(decorate forward with "
           "@torch.amp.custom_fwd(device_type=...) and backward with @torch.amp.custom_bwd(device_type=...))")
     sys.exit(1)
 failed = differs(f"output under autocast({low}) vs float32", [o.float() for o in outs], [o.detach() for o in expected_outs])

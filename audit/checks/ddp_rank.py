@@ -19,6 +19,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from audit.errors import first_line
 from audit.engine.channel import connect
 
 
@@ -60,7 +61,7 @@ def _answer(request: dict, loaded: dict, rank: int, world: int) -> dict:
     except Exception as exc:  # the target's fault, reported to the check with where it happened
         frames = traceback.extract_tb(exc.__traceback__)
         where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        first = first_line(exc) if str(exc).strip() else ""
         return {"ok": False, "error": f"{type(exc).__name__}: {first}{where}"}
 
 

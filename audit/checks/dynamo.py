@@ -145,7 +145,7 @@ class _RecompileLog(logging.Handler):
 
     def emit(self, record) -> None:
         guards = [line.strip("- ").strip() for line in record.getMessage().splitlines() if line.strip().startswith("-")]
-        self.sink.append(guards[0] if guards else record.getMessage().splitlines()[0])
+        self.sink.append(guards[0] if guards else (record.getMessage().splitlines() or [""])[0])
 
 
 _RECOMPILES = _RecompileLog()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from audit.errors import first_line
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
 from audit.checks.subject import grad_inputs, laid_out
@@ -41,7 +42,7 @@ def _grad_output_layout(subject, case, layout: str) -> None:
     try:
         got = torch.autograd.grad(outputs, inputs, given, allow_unused=True)
     except RuntimeError as exc:
-        raise Violation(f"backward raised with {layout} grad_outputs: {str(exc).splitlines()[0]}") from None
+        raise Violation(f"backward raised with {layout} grad_outputs: {first_line(exc)}") from None
     try:
         compare_all("gradient of input", filled(got, inputs), filled(expected, inputs), subject.tolerance())
     except Violation as exc:

@@ -7,6 +7,7 @@ import io
 
 import torch
 
+from audit.errors import first_line
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
 from audit.checks.tensors import compare_all, gradients, outputs_of
@@ -28,7 +29,7 @@ def run(subject, case) -> None:
         fresh.load_state_dict(torch.load(buffer, weights_only=True))
     except Exception as exc:
         raise Violation(f"load_state_dict into a fresh instance raised {type(exc).__name__}: "
-                        f"{str(exc).strip().splitlines()[0]}") from None
+                        f"{first_line(exc)}") from None
     before, after = _run(original, subject, case), _run(fresh, subject, case)
     tol = subject.tolerance()
     try:
@@ -73,7 +74,7 @@ loaded = make().to(dtype=dtype, device=device)
 try:
     loaded.load_state_dict(torch.load(buffer, weights_only=True))
 except Exception as exc:
-    print(f"load_state_dict into a fresh instance raised {type(exc).__name__}: {str(exc).strip().splitlines()[0]}")
+    print(f"load_state_dict into a fresh instance raised {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}")
     sys.exit(1)
 before, after = run(module), run(loaded)
 failed = differs("after a state_dict round trip, output", after[0], before[0])

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from audit.errors import first_line
 from audit.checks.interface import Violation
 from audit.frames import is_user
 
@@ -102,7 +103,7 @@ def origin(model: Model, inputs, targets) -> str:
         except RuntimeError as exc:
             forward = next((str(w.message) for w in caught if "Traceback of forward call" in str(w.message)), "")
             where = _user_line(forward)
-            return f"backward: {str(exc).strip().splitlines()[0]}" + (f"; its forward was called at {where}" if where else "")
+            return f"backward: {first_line(exc)}" + (f"; its forward was called at {where}" if where else "")
     return "not found again when re-run (the step is not deterministic)"
 
 

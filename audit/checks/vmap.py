@@ -184,7 +184,7 @@ def transformed(label, thunk):
     try:
         return thunk()
     except RuntimeError as exc:  # torch.func refuses the target (no setup_context, no vmap rule, no jvp...)
-        print(f"{label} raised: {str(exc).strip().splitlines()[0]}")
+        print(f"{label} raised: {(str(exc).strip().splitlines() or [''])[0]}")
         sys.exit(1)
 
 

@@ -43,6 +43,9 @@ ROWS = [
 
 #: fixture name ("module:Name") -> why it has no row of its own
 NOT_REPLAYED: dict[str, str] = {
+    "tests.fixtures.hostile:Speechless": "attacks the audit's messages (exceptions without one): test_speechless.py",
+    "tests.fixtures.hostile:SpeechlessOnLayout": "attacks the audit's messages (exceptions without one): "
+                                                 "test_speechless.py",
     "tests.fixtures.two_bugs:TwoBugs": "two failures in one cell: both scripts (exit 1) and the twin's (exit 0) run "
                                        "in tests/engine/test_distinct_failures.py",
     "tests.fixtures.two_bugs:FastPathWrong": "the one-failure control of test_distinct_failures.py",
