@@ -134,6 +134,8 @@ def list_command(registry: str, select) -> None:
 @click.option("--examples", default=20, show_default=True, type=click.IntRange(1))
 @click.option("--matrix", default="reports/matrix.json", show_default=True, type=click.Path(dir_okay=False),
               help="Replay the shrunk case stored here when it matches; else search again.")
+@click.option("--failure", default=1, show_default=True, type=click.IntRange(1),
+              help="Which of the cell's distinct failures to replay (its 'also:' lines are 2, 3).")
 @COMPILE_BACKEND
 def repro_command(**options) -> None:
     """Re-run one cell's shrunk failing case and print its inputs and the mismatch."""

@@ -13,8 +13,10 @@ from audit.errors import UsageError
 from audit.registry.load import load_registry
 
 
-def repro(entry, check, registry, dtype, device, seed, examples, matrix, compile_backend="aot_eager") -> int:
-    """Replay the stored case (or search again with the seed); exit 1 when the failure reproduces."""
+def repro(entry, check, registry, dtype, device, seed, examples, matrix, compile_backend="aot_eager",
+          failure: int = 1) -> int:
+    """Replay the stored case of the cell's ``failure``-th distinct failure (or search again with the seed);
+    exit 1 when the failure reproduces."""
     from audit.checks.subject import Subject
     from audit.engine.options import RunOptions, cell_seed
     from audit.engine.replay import replay_case
@@ -29,7 +31,7 @@ def repro(entry, check, registry, dtype, device, seed, examples, matrix, compile
     target = resolve(chosen, Path(loaded.path).resolve().parent)
     subject = Subject(chosen, target, dtype, device, cell_seed(seed, entry, check, dtype, device),
                       RunOptions(examples=examples, seed=seed, compile_backend=compile_backend))
-    case = _stored_case(Path(matrix), entry, check, dtype, device, seed)
+    case = _stored_case(Path(matrix), entry, check, dtype, device, seed, failure)
     if case is None:
         click.echo(f"no stored case for this cell in {matrix}; searching with seed {seed} ...")
         case = _search(checks[check], subject, examples)
@@ -50,7 +52,7 @@ def _unknown(name: str, registry):
     raise UsageError(f"no entry named {name!r}; the registry has: {', '.join(e.name for e in registry.entries)}")
 
 
-def _stored_case(path: Path, entry, check, dtype, device, seed):
+def _stored_case(path: Path, entry, check, dtype, device, seed, failure: int = 1):
     from audit.inputs.case import Case
 
     if not path.is_file():
@@ -61,8 +63,18 @@ def _stored_case(path: Path, entry, check, dtype, device, seed):
     for stored in matrix["entries"]:
         for cell in stored["cells"] if stored["name"] == entry else ():
             if (cell["check"], cell["dtype"], cell["device"]) == (check, dtype, device) and cell.get("case"):
-                return Case.from_json(cell["case"])
+                return Case.from_json(_nth_case(cell, failure))
     return None
+
+
+def _nth_case(cell: dict, failure: int) -> dict:
+    """The case of the cell's ``failure``-th distinct failure (1: the first, the cell's own ``case``)."""
+    if failure == 1:
+        return cell["case"]
+    found = cell.get("failures", [])
+    if failure > len(found):
+        raise UsageError(f"the cell has {max(len(found), 1)} failure(s); --failure {failure} is not one of them")
+    return found[failure - 1]["case"]
 
 
 def _search(check, subject, examples: int):

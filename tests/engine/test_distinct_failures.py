@@ -262,5 +262,9 @@ def test_run_writes_a_script_per_failure_merge_copies_them_and_a_fixed_rerun_lea
     assert joined.exit_code == 1 and sorted(p.name for p in (merged / "repro").iterdir()) == sorted(names)
     cell = json.loads((merged / "matrix.json").read_text())["entries"][0]["cells"][0]
     assert cell["failures"][1]["repro"] == f"python {merged / 'repro' / names[1]}"
+    replay = ["repro", "two", "gradcheck", "--registry", str(registry("TwoBugs")), "--matrix", str(merged / "matrix.json")]
+    second = CliRunner().invoke(cli, [*replay, "--failure", "2"])  # audit repro agrees with the -2 script
+    assert second.exit_code == 1 and f"FAIL: {cell['failures'][1]['message'][:40]}" in second.output, second.output
+    assert CliRunner().invoke(cli, [*replay, "--failure", "3"]).exit_code == 2
     green = _run(registry("CubeFastPath"), shard)
     assert green.exit_code == 0 and not list((shard / "repro").iterdir())
