@@ -58,7 +58,7 @@ xs = args if noncontiguous else [a.detach().clone(memory_format=torch.contiguous
                                  if torch.is_tensor(a) else a for a in args]
 results = torch.library.opcheck(fn, tuple(xs), test_utils=utils, raise_exception=False)
 for name, result in sorted(results.items()):
-    said = "pass" if result == "SUCCESS" else f"FAIL: {{type(result).__name__}}: {{(str(result).strip().splitlines() or [""])[0][:300]}}"
+    said = "pass" if result == "SUCCESS" else f"FAIL: {{type(result).__name__}}: {{(str(result).strip().splitlines() or [''])[0][:300]}}"
     print(name, said)
 sys.exit(0 if all(result == "SUCCESS" for result in results.values()) else 1)
 """,
