@@ -50,7 +50,13 @@ def _outside(subject, fn):
 
 
 def _prepare(subject, case) -> dynamo.Compiled:
-    """Compile afresh for this cell, then run a sweep of shapes to measure compile time and recompiles."""
+    """Compile afresh for this cell, then run a sweep of shapes to measure compile time and recompiles.
+
+    The target runs eagerly once first: code that fills a lazy cache or global on its first call traces
+    differently afterwards (xitorch 0.5.1's solve recompiles for every new shape only then), and in a full run
+    the checks before this one have always called it, so without the warm-up a cell alone (``--check compile``,
+    ``audit repro``) and the replay script would see a cold target and another verdict."""
+    _run(_outside(subject, subject.fn), subject.args(case), subject.seed)
     if subject.entry.mutates:  # before compile_fresh: the canary resets Dynamo
         subject.state["mark_dirty_bug"] = compile_drops_mark_dirty(subject.options.compile_backend)
     compiled = dynamo.compile_fresh(subject.fn, subject.options.compile_backend, fullgraph=fullgraph(subject.entry))
@@ -142,6 +148,7 @@ def counting(gm, example_inputs):  # the cell's backend, counting the graphs it 
     return torch._dynamo.lookup_backend(backend)(gm, example_inputs)
 
 
+run(audited, args)  # warm, as in the audit: a first eager call may fill a cache that changes what Dynamo traces
 torch._dynamo.reset()
 counters.clear()
 for name in ("recompile_limit", "cache_size_limit"):  # Dynamo would fall back to eager silently after 8
