@@ -12,7 +12,7 @@ import torch
 
 from audit.checks.catalog import MIN_BATCH, declared
 from audit.checks.interface import NotApplicable, Violation, tolerance_values
-from audit.checks.tensors import compare_all, outputs_of
+from audit.checks.tensors import compare_all, mismatch, outputs_of
 from audit.inputs.case import Case, TensorArg
 
 
@@ -50,13 +50,11 @@ def run(subject, case) -> None:
 def _shared(entry, size: int, batch_grads: dict, sample_grads: list, axes: dict, tol) -> None:
     for i in sorted(batch_grads.keys() - axes.keys(), key=str):
         label = f"gradient of parameter {i!r}" if isinstance(i, str) else f"gradient of input {i}"
-        try:
-            compare_all(label, [batch_grads[i]], [sum(g[i] for g in sample_grads)], tol)
-        except Violation as exc:
-            exc = str(exc).replace(f"{label} 0", label)
-            raise Violation(f"{exc} (shared across the batch of {size}: no {entry.batch} dim) vs the sum of its "
-                            f"{size} per-sample gradients; a shared input must get the sum (not the mean, the "
-                            "first sample's, or a scale that depends on the batch size)") from None
+        problem = mismatch(batch_grads[i], sum(g[i] for g in sample_grads), tol)
+        if problem:
+            raise Violation(f"{label}: {problem} (shared across the batch of {size}: no {entry.batch} dim) vs the "
+                            f"sum of its {size} per-sample gradients; a shared input must get the sum (not the "
+                            "mean, the first sample's, or a scale that depends on the batch size)")
 
 
 def _batch_axes(entry) -> dict[int, int]:

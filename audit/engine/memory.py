@@ -25,7 +25,8 @@ METHODS = ("address-space", "watchdog", "none")
 
 def cap(limit: int, method: str | None = None) -> str:
     """Cap this process at what it holds now plus ``limit`` bytes (0: no cap); returns the method used."""
-    method = method or os.environ.get("AUTOGRAD_AUDIT_MEMORY_CAP") or default_method()
+    chosen = method or os.environ.get("AUTOGRAD_AUDIT_MEMORY_CAP", "")
+    method = chosen if chosen in METHODS else default_method()  # an unknown name: the platform's own
     if limit <= 0 or method == "none":
         return "none"
     if method == "address-space":
