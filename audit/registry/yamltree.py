@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass, field
 
 import yaml
@@ -20,6 +21,9 @@ MAX_EXPANSION = 10
 #: get through here, to be refused as an unknown key).
 PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in
                        ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "merge"))
+#: A number in exponent form without a dot (``1e-3``): YAML 1.2 reads it as a float, PyYAML (YAML 1.1) as a
+#: string, which would turn ``atol: 1e-3`` into "expected a number, got '1e-3'".
+_EXPONENT_FLOAT = re.compile(r"[-+]?[0-9]+[eE][-+]?[0-9]+")
 
 
 class Refused(yaml.YAMLError):
@@ -84,6 +88,8 @@ def _convert(node, path: Path, located: Located, loader):
             return [_convert(item, path + (i,), located, loader) for i, item in enumerate(node.value)]
         finally:
             located.open_nodes.discard(id(node))
+    if node.tag == "tag:yaml.org,2002:str" and not node.style and _EXPONENT_FLOAT.fullmatch(node.value):
+        return float(node.value)  # plain (unquoted) only: a quoted "1e-3" stays the string it says it is
     try:
         value = loader.construct_object(node)
     except ValueError:  # a date-like scalar that is no real date, e.g. 2027-02-30

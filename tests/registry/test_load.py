@@ -10,7 +10,7 @@ import pytest
 
 from audit.errors import RegistryError
 from audit.registry import load_registry
-from audit.registry.model import TensorSpec, ValueSpec
+from audit.registry.model import TensorSpec, Tolerance, ValueSpec
 
 GOOD = """\
 version: 1
@@ -152,3 +152,16 @@ def test_a_schema_error_and_a_semantic_error_are_reported_together(tmp_path):
     found = [(p.line, p.path) for p in caught.value.problems]
     assert (7, "entries[0].supports.vmapp") in found and (8, "entries[0].dims.M") in found
     assert (9, "entries[1].name") in found and (10, "entries[1].owner") in found
+
+
+def test_numbers_in_exponent_form_are_numbers_as_in_yaml_1_2(tmp_path):
+    # PyYAML alone reads `1e-3` (no dot) as a string: the registry would refuse `atol: 1e-3` as "not a number".
+    text = GOOD.replace("    supports: {forward_ad: true}\n",
+                        "    supports: {forward_ad: true}\n    tolerance: {float64: {atol: 1e-9, rtol: \"2E-6\"}}\n")
+    path = tmp_path / "registry.yaml"
+    path.write_text(text.replace('"2E-6"', "2E-6"))
+    cube = load_registry(path).entries[0]
+    assert cube.tolerance_for("float64") == Tolerance(atol=1e-9, rtol=2e-6)
+    path.write_text(text)  # quoted, it stays the string it says it is, and the schema says so
+    with pytest.raises(RegistryError, match=r"tolerance\.float64\.rtol: expected a number, got '2E-6'"):
+        load_registry(path)
