@@ -15,13 +15,13 @@ TOLERANCE = {"float32": Tolerance(atol=1e-5, rtol=1e-4), "float64": Tolerance(at
 
 def _tolerance(subject) -> Tolerance:
     """The entry's tolerance for the cell's dtype, else :data:`TOLERANCE`'s."""
-    return subject.entry.tolerance_for(subject.dtype) or TOLERANCE.get(subject.dtype, TOLERANCE["float32"])
+    return subject.entry.tolerance_for(subject.dtype, TOLERANCE.get(subject.dtype, TOLERANCE["float32"]))
 
 
 def _tolerance_values(subject) -> dict:
     """The comparison, for the replay script."""
     tol = _tolerance(subject)
-    return {"atol": tol.atol, "rtol": tol.rtol}
+    return {"atol": tol.atol, "rtol": tol.rtol, "scale": tol.scale}
 
 
 def run(subject, case) -> None:

@@ -443,8 +443,7 @@ def difference(got, expected, where):
     for i, g, e in zip(where, got, expected):
         if (g is None) != (e is None):
             return f"the gradient of input {i} is {'None' if g is None else 'a tensor'} where it was not"
-        if g is not None and (g.shape != e.shape or not torch.allclose(g.double(), e.double(), atol=atol, rtol=rtol,
-                                                                      equal_nan=True)):
+        if g is not None and not close(g, e):
             error = (g.double() - e.double()).abs().max().item() if g.shape == e.shape else "shape"
             return f"gradient of input {i}: max |got - expected| = {error}"
     return None

@@ -9,12 +9,13 @@ from audit.errors import first_line
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
 from audit.checks.tensors import compare_all, gradients, outputs_of
-from audit.registry.model import Tolerance
+from audit.registry.model import DEFAULT_TOLERANCE, Tolerance
 
 #: The low-precision dtype autocast uses on each device (torch's defaults).
 LOW = {"cpu": "bfloat16", "cuda": "float16", "mps": "float16"}
 #: How close autocast's results must stay to float32's (a few roundings at the low precision).
-TOLERANCE = {"bfloat16": Tolerance(atol=1e-2, rtol=1.6e-2), "float16": Tolerance(atol=1e-3, rtol=1e-3)}
+TOLERANCE = {"bfloat16": Tolerance(atol=1e-2, rtol=1.6e-2, scale=DEFAULT_TOLERANCE["bfloat16"].scale),
+             "float16": Tolerance(atol=1e-3, rtol=1e-3, scale=DEFAULT_TOLERANCE["float16"].scale)}
 
 HINT = ("the backward ran outside autocast on low-precision tensors: decorate forward with "
         "@torch.amp.custom_fwd(device_type=...) and backward with @torch.amp.custom_bwd(device_type=...), or "
@@ -37,7 +38,7 @@ def run(subject, case) -> None:
             raise Violation(f"output {i} is {str(output.dtype).replace('torch.', '')} under autocast({low}); "
                             f"{source} {expected}")
     grads = _backward(outputs, args, subject.seed)
-    tol = subject.entry.tolerance_for(low) or TOLERANCE[low]
+    tol = subject.entry.tolerance_for(low, TOLERANCE[low])
     compare_all(f"output under autocast({low}) vs float32:", [o.float() for o in outputs], reference[0], tol)
     for i, (grad, x) in enumerate(zip(grads, _inputs(args))):
         if grad.dtype != x.dtype:
@@ -76,8 +77,8 @@ def _implied_dtypes(subject, case) -> list | None:
 def _tolerance_values(subject) -> dict:
     """The comparison with float32: the entry's tolerance for the low dtype, else :data:`TOLERANCE`'s."""
     low = LOW[subject.device]
-    tol = subject.entry.tolerance_for(low) or TOLERANCE[low]
-    return {"atol": tol.atol, "rtol": tol.rtol}
+    tol = subject.entry.tolerance_for(low, TOLERANCE[low])
+    return {"atol": tol.atol, "rtol": tol.rtol, "scale": tol.scale}
 
 
 SCRIPT = """\

@@ -289,7 +289,7 @@ for rank, answer in sorted(found.items()):
         continue
     for name, grad in expected.items():
         got = torch.tensor(answer[name], dtype=torch.float64)
-        if not torch.allclose(got, grad, atol=atol, rtol=rtol, equal_nan=True):
+        if not close(got, grad):
             what = f"the scale of input {name}" if int(name) in axes else f"input {name} (as a parameter)"
             print(f"rank {rank}: DDP gradient of {what} differs from one process on the whole batch: max |difference|",
                   (got - grad).abs().max().item())

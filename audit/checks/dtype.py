@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from audit.checks.catalog import declared
-from audit.checks import smoothness
+from audit.checks import rounding, smoothness
 from audit.checks.interface import Violation
 from audit.checks.jacobian import wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, vjp
+from audit.checks.tensors import vjp
 
 
 
@@ -23,10 +23,11 @@ def run(subject, case) -> None:
     baseline_fn = subject.evaluate_reference if referenced else subject.evaluate
     expected, expected_grads = vjp(baseline_fn, wide, grad_inputs(wide), subject.seed)
     against = "the reference" if referenced else "float64"
+    largest = rounding.once(lambda: rounding.largest_value(lambda: vjp(baseline_fn, wide, grad_inputs(wide), subject.seed)))
     for label, got, want, values in (("output", outputs, expected, True),
                                      ("gradient of input", grads, expected_grads, False)):
         try:
-            compare_all(label, got, want, subject.tolerance(tight=tight))
+            rounding.compare_rounded(label, got, want, subject.tolerance(tight=tight), largest)
         except Violation as exc:
             if smoothness.excused_anywhere(subject, f"dtype ({label}s against {against})", case,
                                            wrap(subject, wide), grad_inputs(wide), values=values):
@@ -61,8 +62,10 @@ wide_outs, wide_gs = grads(base, wide)
 failed = any(t.dtype != dtype for t in outs + gs)
 if failed:
     print("dtypes:", [t.dtype for t in outs], [t.dtype for t in gs], "for", dtype, "inputs")
-failed |= differs("output vs float64", outs, wide_outs)
-failed |= differs("gradient vs float64", gs, wide_gs)
+# float16, bfloat16: scale applies to the largest value the float64 run passes through (operands, intermediates)
+magnitude = largest(lambda: grads(base, wide)) if scale else 0.0
+failed |= differs("output vs float64", outs, wide_outs, magnitude=magnitude)
+failed |= differs("gradient vs float64", gs, wide_gs, magnitude=magnitude)
 sys.exit(1 if failed else 0)
 """,
 )

@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 
 from audit.checks.catalog import declared
-from audit.checks import smoothness
+from audit.checks import rounding, smoothness
 from audit.checks.interface import Violation
 from audit.checks.jacobian import wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, outputs_of
+from audit.checks.tensors import outputs_of
 
 
 def run(subject, case) -> None:
@@ -23,13 +23,19 @@ def run(subject, case) -> None:
     with torch.no_grad():
         expected = outputs_of(subject.evaluate_reference(*subject.args(case, "float64")))
     tight = subject.dtype == "float64"
+    wide = subject.args(case, "float64")
     try:
-        compare_all("output", outputs, [e.to(o.dtype) if not tight else e for o, e in zip(outputs, expected)],
-                    subject.tolerance(tight=tight))
+        rounding.compare_rounded("output", outputs, [e.to(o.dtype) if not tight else e for o, e in zip(outputs, expected)],
+                                 subject.tolerance(tight=tight), lambda: rounding.largest_value(lambda: _call(subject, wide)))
     except Violation:
         if not smoothness.excused_anywhere(subject, "forward (against the reference)", case, wrap(subject, args),
                                            grad_inputs(args), values=True):
             raise
+
+
+def _call(subject, args):
+    with torch.no_grad():
+        return subject.call(args)
 
 
 def _finite(outputs, args) -> None:
@@ -54,7 +60,10 @@ if ref is not None:  # against the reference, computed in float64
     with torch.no_grad():
         expected = ref(*[a.detach().double() if torch.is_tensor(a) and a.is_floating_point() else a for a in args])
     exps = [e for e in (expected if isinstance(expected, (tuple, list)) else (expected,)) if torch.is_tensor(e)]
-    failed = differs("output", outs, [e.to(o.dtype) for o, e in zip(outs, exps)])
+    # float16, bfloat16: scale applies to the largest value the target passes through in float64
+    magnitude = largest(lambda: fn(*[a.detach().double() if torch.is_tensor(a) and a.is_floating_point() else a
+                                     for a in args])) if scale else 0.0
+    failed = differs("output", outs, [e.to(o.dtype) for o, e in zip(outs, exps)], magnitude=magnitude)
 elif not any(torch.is_tensor(a) and a.numel() == 0 for a in args):  # finite inputs, finite outputs
     for i, o in enumerate(outs):
         if o.is_floating_point() and not torch.isfinite(o).all():

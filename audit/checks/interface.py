@@ -42,7 +42,7 @@ def tolerance_values(subject, case) -> dict:
     """``script_values`` for a check that compares at the entry's tolerance (``subject.tolerance()``): the
     script's ``atol, rtol``, which otherwise state the float64-tight comparison."""
     tol = subject.tolerance()
-    return {"atol": tol.atol, "rtol": tol.rtol}
+    return {"atol": tol.atol, "rtol": tol.rtol, "scale": tol.scale}
 
 
 #: The kinds a check runs on unless it says otherwise: everything called with drawn tensors.

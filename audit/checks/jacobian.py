@@ -8,6 +8,7 @@ import torch
 
 from audit.checks.subject import grad_inputs
 from audit.checks.tensors import outputs_of
+from audit.registry.model import Tolerance
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
 SLOW_MODE_LIMIT = 1024
@@ -52,8 +53,8 @@ def gradcheck_values(subject, case) -> dict:
 
 def gradcheck_tolerance(subject) -> tuple[float, float]:
     """(atol, rtol) for comparing one finite-difference estimate with another in the cell's dtype."""
-    own = subject.entry.tolerance_for(subject.dtype)
-    return (own.atol, own.rtol) if own else _TOL[subject.dtype]
+    tol = subject.entry.tolerance_for(subject.dtype, Tolerance(*_TOL[subject.dtype]))
+    return tol.atol, tol.rtol
 
 
 def explain_gradcheck_failure(fn, inputs, exc: Exception, options: dict) -> str:

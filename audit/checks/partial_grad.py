@@ -78,7 +78,7 @@ failed = False
 for i in positions:
     alone = grads([i])  # raises here when backward cannot run with only input i requiring grad
     got = alone[i] if alone[i] is not None else torch.zeros_like(full[i])
-    if not torch.allclose(got, full[i], atol=atol, rtol=rtol):
+    if not close(got, full[i]):
         print("input", i, "alone:", got, "with all:", full[i])
         failed = True
 sys.exit(1 if failed else 0)

@@ -13,15 +13,8 @@ from audit.engine import randomness
 from audit.engine.options import RunOptions
 from audit.engine.target import Target
 from audit.inputs.case import Case, TensorArg
-from audit.registry.model import Entry, Tolerance
+from audit.registry.model import DEFAULT_TOLERANCE, Entry, Tolerance
 
-#: torch.testing's defaults, the starting point for comparisons in each dtype.
-DEFAULT_TOLERANCE = {
-    "float64": Tolerance(atol=1e-7, rtol=1e-7),
-    "float32": Tolerance(atol=1e-5, rtol=1.3e-6),
-    "float16": Tolerance(atol=1e-5, rtol=1e-3),
-    "bfloat16": Tolerance(atol=1e-5, rtol=1.6e-2),
-}
 #: For float64 results compared with a float64 reference: tight enough that float32 arithmetic
 #: hidden under a float64 input (relative error about 1e-8) is caught.
 TIGHT_FLOAT64 = Tolerance(atol=1e-10, rtol=1e-9)
@@ -115,10 +108,8 @@ class Subject:
     def tolerance(self, dtype: str | None = None, *, tight: bool = False) -> Tolerance:
         """The entry's tolerance for ``dtype``, else torch.testing's (tight float64 on request)."""
         dtype = dtype or self.dtype
-        own = self.entry.tolerance_for(dtype)
-        if own:
-            return own
-        return TIGHT_FLOAT64 if tight and dtype == "float64" else DEFAULT_TOLERANCE[dtype]
+        default = TIGHT_FLOAT64 if tight and dtype == "float64" else DEFAULT_TOLERANCE[dtype]
+        return self.entry.tolerance_for(dtype, default)
 
 
 def _tensor(arg: TensorArg, dtype: str, device: str, layout: str = "contiguous") -> torch.Tensor:

@@ -59,8 +59,10 @@ def filled(grads, inputs) -> list[torch.Tensor]:
     return [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
 
 
-def mismatch(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> str | None:
-    """Why ``got`` is not close to ``expected`` (largest error and where), or None when it is."""
+def mismatch(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance, magnitude: float = 0.0) -> str | None:
+    """Why ``got`` is not close to ``expected`` (largest error and where), or None when it is. ``tol.scale``
+    applies to the largest |expected|, or to ``magnitude`` (the largest value its computation passed
+    through, :mod:`audit.checks.rounding`) when that is larger."""
     if got.shape != expected.shape:
         return f"shape {list(got.shape)} != expected {list(expected.shape)}"
     if got.numel() == 0:
@@ -73,7 +75,11 @@ def mismatch(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> str |
     same = both_nan | (got64 == exp64)  # equal infinities are equal
     error = (got64 - exp64).abs().masked_fill(same, 0.0)
     error = error.nan_to_num(nan=float("inf"))
-    allowed = tol.atol + tol.rtol * exp64.abs().nan_to_num(nan=0.0)
+    size = exp64.abs().nan_to_num(nan=0.0, posinf=0.0)
+    own = size.max().item() if tol.scale else 0.0
+    largest = max(own, magnitude)
+    floor = tol.atol + tol.scale * largest
+    allowed = floor + tol.rtol * size
     excess = (error - allowed).masked_fill(same, -1.0)
     if not (excess > 0).any():
         return None
@@ -81,7 +87,15 @@ def mismatch(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> str |
     flat = excess.reshape(-1).argmax()
     return (f"max |got - expected| = {error.reshape(-1)[flat].item():.3g} at index {index} "
             f"(got {got64.reshape(-1)[flat].item():.6g}, expected {exp64.reshape(-1)[flat].item():.6g}); "
-            f"allowed atol {tol.atol:g} + rtol {tol.rtol:g}·|expected|")
+            f"allowed {_allowance(tol, floor, magnitude > own)} + rtol {tol.rtol:g}·|expected|")
+
+
+def _allowance(tol: Tolerance, floor: float, of_run: bool) -> str:
+    """The absolute part of the allowance, with its scale term when there is one."""
+    if not tol.scale:
+        return f"atol {tol.atol:g}"
+    of = "the largest value computed in float64" if of_run else "max|expected|"
+    return f"atol {tol.atol:g} + scale {tol.scale:g}·{of} (= {floor:.3g})"
 
 
 def _nan_mismatch(got64, exp64, where, shape) -> str:
@@ -101,11 +115,12 @@ def _index(scores: torch.Tensor, shape) -> tuple:
     return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(shape))) if shape else ()
 
 
-def compare_all(label: str, got, expected, tol: Tolerance) -> None:
-    """Raise :class:`Violation` naming the first of ``got`` that is not close to ``expected``."""
+def compare_all(label: str, got, expected, tol: Tolerance, magnitude: float = 0.0) -> None:
+    """Raise :class:`Violation` naming the first of ``got`` that is not close to ``expected`` (``magnitude``:
+    see :func:`mismatch`)."""
     if len(got) != len(expected):
         raise Violation(f"{label}: {len(got)} tensors, expected {len(expected)}")
     for i, (g, e) in enumerate(zip(got, expected)):
-        problem = mismatch(g, e, tol)
+        problem = mismatch(g, e, tol, magnitude)
         if problem:
             raise Violation(f"{label} {i}: {problem}")

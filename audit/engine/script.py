@@ -21,6 +21,22 @@ import torch
 '''
 
 
+#: The audit's comparison (audit.checks.tensors.mismatch), in every script: ``scale`` is a share of the
+#: expected tensor's largest value, added to atol (8 eps in float16 and bfloat16, else 0).
+CLOSE = '''
+
+def close(got, expected, atol=atol, rtol=rtol, scale=scale, magnitude=0.0):
+    """|got - expected| <= atol + scale * max(max|expected|, magnitude) + rtol * |expected| everywhere, as the
+    audit compares (magnitude: the largest value the float64 computation passes through, where measured)."""
+    got, expected = got.detach().double().cpu(), expected.detach().double().cpu()
+    if got.shape != expected.shape:
+        return False
+    if scale and expected.numel():
+        atol = atol + scale * max(expected.abs().nan_to_num(nan=0.0, posinf=0.0).max().item(), magnitude)
+    return torch.allclose(got, expected, atol=atol, rtol=rtol, equal_nan=True)
+'''
+
+
 def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, seed: int,
                   message: str, base: str, tolerance, rng_seed: int = 0, values: dict | None = None) -> str:
     """The script's text; ``tolerance`` is the comparison the check used (atol, rtol), ``rng_seed`` the
@@ -32,7 +48,8 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append(_target_line("fn", entry.target, entry.kind))
     lines.append(_target_line("ref", entry.reference, "callable") if entry.reference else "ref = None")
     lines.append(f"dtype, device = torch.{dtype}, {device!r}")
-    lines.append(f"atol, rtol = {tolerance.atol!r}, {tolerance.rtol!r}")
+    lines.append(f"atol, rtol, scale = {tolerance.atol!r}, {tolerance.rtol!r}, {tolerance.scale!r}")
+    lines.append(CLOSE)
     lines.append(f"seed = {rng_seed!r}  # the cell's seed: its cotangents are drawn from it")
     values = values or {}
     cases = {name: value for name, value in values.items() if _is_cases(value)}
@@ -59,6 +76,8 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines += _case_lines(cases)
     if any(f"{name}(" in body for name in HELPERS):
         lines.append(GRADS_HELPER)
+    if "largest(" in body:
+        lines.append(LARGEST_HELPER)
     lines.append(body)
     return "\n".join(lines) + "\n"
 
@@ -86,6 +105,30 @@ def _case_lines(cases: dict) -> list[str]:
         lines.append("]")
     return lines
 
+
+LARGEST_HELPER = '''\
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+class Largest(TorchDispatchMode):
+    """The largest finite |value| among the floating tensors every operation takes and returns."""
+
+    largest = 0.0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for value in (*args, *(kwargs or {}).values(), *(out if isinstance(out, (tuple, list)) else (out,))):
+            if torch.is_tensor(value) and value.is_floating_point() and value.numel():
+                self.largest = max(self.largest, float(value.detach().abs().nan_to_num(nan=0.0, posinf=0.0).max()))
+        return out
+
+
+def largest(run):
+    """The largest value ``run()`` passes through (inputs, intermediates, gradients), as the audit measures it."""
+    with Largest() as mode:
+        run()
+    return mode.largest
+'''
 
 #: The functions GRADS_HELPER defines: a script that calls one gets them all.
 HELPERS = ("grads", "differs", "tensors_of", "live", "cotangents", "filled", "vjp", "fresh")
@@ -144,14 +187,14 @@ def grads(f, xs, layout=None):
     return [o.detach() for o in outs], filled(found, diff)
 
 
-def differs(label, got, expected, atol=atol, rtol=rtol):
-    """Print and say whether ``got`` is not close to ``expected`` (the audit's atol and rtol)."""
+def differs(label, got, expected, atol=atol, rtol=rtol, magnitude=0.0):
+    """Print and say whether ``got`` is not close to ``expected`` (the audit's comparison, see close)."""
     if len(got) != len(expected):
         print(f"{label}: {len(got)} tensors, expected {len(expected)}")
         return True
     bad = False
     for i, (g, e) in enumerate(zip(got, expected)):
-        if g.shape != e.shape or not torch.allclose(g.double(), e.double(), atol=atol, rtol=rtol, equal_nan=True):
+        if not close(g, e, atol, rtol, magnitude=magnitude):
             what = (f"max |difference| {(g.double() - e.double()).abs().max().item()}" if g.shape == e.shape
                     else f"shape {list(g.shape)}, expected {list(e.shape)}")
             print(f"{label} {i}: {what} (got {g.dtype}, expected {e.dtype})")
@@ -227,7 +270,7 @@ def differ(label, got, expected, atol=atol, rtol=rtol):
     bad = False
     for name, e in expected.items():
         g = got[name]
-        if g.shape != e.shape or not torch.allclose(g.double(), e.double(), atol=atol, rtol=rtol, equal_nan=True):
+        if not close(g, e, atol, rtol):
             error = (g.double() - e.double()).abs().max().item() if g.shape == e.shape else "shape"
             print(f"{{label}} of {{name!r}}: max |difference| {{error}}")
             bad = True

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from audit.registry.model import (DEFAULT_DOMAIN, Entry, Expectation, Supports, TensorSpec, Tolerance, Training,
-                                  ValueSpec)
+from audit.registry.model import (DEFAULT_DOMAIN, Entry, Expectation, Supports, TensorSpec, ToleranceOverride,
+                                  Training, ValueSpec)
 
 
 def build_entry(data: dict, line: int) -> Entry:
@@ -23,8 +23,7 @@ def build_entry(data: dict, line: int) -> Entry:
         mutates=tuple(data.get("mutates", ())),
         views=tuple(data.get("views", ())),
         supports=_supports(data.get("supports", {})),
-        tolerance=tuple((dt, Tolerance(**tol)) for dt, tol in sorted(data.get("tolerance", {}).items())
-                        if {"atol", "rtol"} <= set(tol)),
+        tolerance=tuple((dt, ToleranceOverride(**tol)) for dt, tol in sorted(data.get("tolerance", {}).items())),
         expect=tuple(Expectation(**w) for w in data.get("expect", ())),
         checks=tuple(data.get("checks", ())),
         training=Training(**data.get("training", {})),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 DEFAULT_DOMAIN = (-1.0, 1.0)
 DEFAULT_DIM_RANGE = (1, 4)
@@ -59,10 +59,50 @@ class Supports:
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Comparison tolerances for one dtype."""
+    """Comparison tolerances for one dtype: ``got`` is close to ``expected`` where
+    ``|got - expected| <= atol + scale * max|expected| + rtol * |expected|``, element by element.
+
+    ``scale`` is a share of the tensor's largest value: in low precision a rounding error grows with the
+    operands of a computation, not with each result, so an element that cancels to near 0 (a softmax
+    gradient, ``x - mean(x)``) carries an error of a few units of the dtype's precision times the tensor's
+    scale. It is 0 (elementwise only) in float64 and float32.
+    """
 
     atol: float
     rtol: float
+    scale: float = 0.0
+
+
+@dataclass(frozen=True)
+class ToleranceOverride:
+    """An entry's ``tolerance`` for one dtype: the keys it gives; each check's own default fills the rest
+    (``{atol: 1e-3}`` alone keeps the comparison's rtol, and gradcheck's stays gradcheck's)."""
+
+    atol: float | None = None
+    rtol: float | None = None
+    scale: float | None = None
+
+    def over(self, default: Tolerance) -> Tolerance:
+        """``default`` with the keys this override gives."""
+        given = {k: v for k, v in (("atol", self.atol), ("rtol", self.rtol), ("scale", self.scale)) if v is not None}
+        return replace(default, **given)
+
+
+#: Units of a low-precision dtype's precision (its eps) a correct result may be off by, as a share of the
+#: tensor's largest value. Measured on correct code (softmax, logsumexp, layer norm, sparsemax, centering,
+#: Gram matrices; shapes 3x5 to 2x64, bench in the README): up to 5.7 eps, so 8 leaves room, while a wrong
+#: half-precision path (a constant off by 3% in float16, garbage, an overflow) stays far outside.
+LOW_PRECISION_EPS = 8
+_EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+
+#: The comparison in each dtype unless the entry overrides it: torch.testing's defaults, plus the
+#: scale term in float16 and bfloat16 (see :class:`Tolerance`).
+DEFAULT_TOLERANCE = {
+    "float64": Tolerance(atol=1e-7, rtol=1e-7),
+    "float32": Tolerance(atol=1e-5, rtol=1.3e-6),
+    "float16": Tolerance(atol=1e-5, rtol=1e-3, scale=LOW_PRECISION_EPS * _EPS["float16"]),
+    "bfloat16": Tolerance(atol=1e-5, rtol=1.6e-2, scale=LOW_PRECISION_EPS * _EPS["bfloat16"]),
+}
 
 
 @dataclass(frozen=True)
@@ -114,7 +154,7 @@ class Entry:
     mutates: tuple[int, ...] = ()
     views: tuple[int, ...] = ()
     supports: Supports = field(default_factory=Supports)
-    tolerance: tuple[tuple[str, Tolerance], ...] = ()
+    tolerance: tuple[tuple[str, ToleranceOverride], ...] = ()
     expect: tuple[Expectation, ...] = ()
     checks: tuple[str, ...] = ()
     training: Training = field(default_factory=lambda: Training())
@@ -145,9 +185,10 @@ class Entry:
         fixed_zero = any(0 in spec.shape for _, spec in self.tensor_inputs)
         return fixed_zero or any(self.dim_range(s)[0] == 0 for s in self.symbols)
 
-    def tolerance_for(self, dtype: str) -> Tolerance | None:
-        """The entry's own tolerance for ``dtype``, if it set one."""
-        return dict(self.tolerance).get(dtype)
+    def tolerance_for(self, dtype: str, default: Tolerance) -> Tolerance:
+        """The comparison in ``dtype``: a check's ``default`` with the keys the entry's ``tolerance`` gives."""
+        own = dict(self.tolerance).get(dtype)
+        return own.over(default) if own else default
 
 
 @dataclass(frozen=True)

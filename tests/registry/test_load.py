@@ -161,7 +161,7 @@ def test_numbers_in_exponent_form_are_numbers_as_in_yaml_1_2(tmp_path):
     path = tmp_path / "registry.yaml"
     path.write_text(text.replace('"2E-6"', "2E-6"))
     cube = load_registry(path).entries[0]
-    assert cube.tolerance_for("float64") == Tolerance(atol=1e-9, rtol=2e-6)
+    assert cube.tolerance_for("float64", Tolerance(atol=1.0, rtol=1.0)) == Tolerance(atol=1e-9, rtol=2e-6)
     path.write_text(text)  # quoted, it stays the string it says it is, and the schema says so
     with pytest.raises(RegistryError, match=r"tolerance\.float64\.rtol: expected a number, got '2E-6'"):
         load_registry(path)
