@@ -188,7 +188,7 @@ try:
 except torch._dynamo.exc.TorchDynamoException as exc:
     dynamo_failed(exc)
 print("loss: compiled", got.item(), "eager", expected.item())
-failed = not torch.allclose(got.detach().double(), expected.detach().double(), atol=atol, rtol=rtol)
+failed = not torch.allclose(wide(got.detach()), wide(expected.detach()), atol=atol, rtol=rtol)
 failed |= differ("compiled training step: gradient", gradients(model), gradients(eager))
 sys.exit(1 if failed else 0)
 """

@@ -1,13 +1,15 @@
-"""``dtype``: in each dtype, forward and backward run, dtypes follow the input, values track float64."""
+"""``dtype``: in each dtype, forward and backward run, dtypes follow the input, values track float64 (complex128
+for a complex dtype)."""
 
 from __future__ import annotations
 
 from audit.checks.catalog import declared
+from audit.contract import REAL_PART, real_counterpart, widest_of
 from audit.checks import smoothness
 from audit.checks.interface import Violation
 from audit.checks.jacobian import wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, vjp
+from audit.checks.tensors import compare_all, floating, vjp, wide
 
 
 
@@ -17,19 +19,19 @@ def run(subject, case) -> None:
     outputs, grads = vjp(subject.evaluate, args, grad_inputs(args), subject.seed)
     _dtypes("output", outputs, subject.dtype, floating_only=True)
     _dtypes("gradient of input", grads, subject.dtype)
-    wide = [a.detach().double().requires_grad_(a.requires_grad) if _floating(a) else a for a in args]
-    tight = subject.dtype == "float64"
+    widened = [wide(a.detach()).requires_grad_(a.requires_grad) if _floating(a) else a for a in args]
+    tight = subject.dtype == widest_of(subject.dtype)
     referenced = tight and subject.target.reference is not None
     baseline_fn = subject.evaluate_reference if referenced else subject.evaluate
-    expected, expected_grads = vjp(baseline_fn, wide, grad_inputs(wide), subject.seed)
-    against = "the reference" if referenced else "float64"
+    expected, expected_grads = vjp(baseline_fn, widened, grad_inputs(widened), subject.seed)
+    against = "the reference" if referenced else widest_of(subject.dtype)
     for label, got, want, values in (("output", outputs, expected, True),
                                      ("gradient of input", grads, expected_grads, False)):
         try:
             compare_all(label, got, want, subject.tolerance(tight=tight))
         except Violation as exc:
             if smoothness.excused_anywhere(subject, f"dtype ({label}s against {against})", case,
-                                           wrap(subject, wide), grad_inputs(wide), values=values):
+                                           wrap(subject, widened), grad_inputs(widened), values=values):
                 return
             raise Violation(f"{exc} (in {subject.dtype}, against {against})") from None
 
@@ -37,16 +39,27 @@ def run(subject, case) -> None:
 def _floating(value) -> bool:
     import torch
 
-    return isinstance(value, torch.Tensor) and value.is_floating_point()
+    return isinstance(value, torch.Tensor) and floating(value)
 
 
 def _dtypes(label, tensors, dtype: str, floating_only: bool = False) -> None:
+    """Each tensor in ``dtype``; an output (``floating_only``) may also be complex for a real ``dtype`` or real for a
+    complex one (rfft, abs), in the same precision: complex64 goes with float32, complex128 with float64."""
     for i, t in enumerate(tensors):
-        if floating_only and not t.is_floating_point():
+        if floating_only and not floating(t):
             continue
-        if str(t.dtype) != f"torch.{dtype}":
-            raise Violation(f"{label} {i} is {str(t.dtype).replace('torch.', '')} for {dtype} inputs: "
-                            f"expected {dtype} (compute in the input's dtype, or cast back before returning)")
+        name = str(t.dtype).replace("torch.", "")
+        same = real_counterpart(name) == real_counterpart(dtype) if floating_only else name == dtype
+        if not same:
+            raise Violation(f"{label} {i} is {name} for {dtype} inputs: expected {dtype}"
+                            f"{_or_counterpart(dtype) if floating_only else ''} (compute in the input's dtype, or "
+                            "cast back before returning)")
+
+
+def _or_counterpart(dtype: str) -> str:
+    """The other dtype of the same precision an output may have: its complex or its real counterpart."""
+    twin = {real: complex_ for complex_, real in REAL_PART.items()}.get(dtype) or REAL_PART.get(dtype)
+    return f" or {twin}" if twin else ""
 
 
 CHECK = declared(
@@ -54,15 +67,16 @@ CHECK = declared(
     run=run,
     script="""\
 outs, gs = grads(fn, args)
-wide = [a.detach().double().requires_grad_(a.requires_grad) if torch.is_tensor(a) and a.is_floating_point() else a
+widened = [wide(a.detach()).requires_grad_(a.requires_grad) if torch.is_tensor(a) and floating(a) else a
         for a in args]
-base = ref if ref is not None and dtype == torch.float64 else fn  # in float64: against the reference
-wide_outs, wide_gs = grads(base, wide)
-failed = any(t.dtype != dtype for t in outs + gs)
+base = ref if ref is not None and dtype in (torch.float64, torch.complex128) else fn  # widest: against the reference
+wide_outs, wide_gs = grads(base, widened)
+# gradients in the input's dtype; outputs in its precision (a real input may give a complex output: rfft)
+failed = any(t.dtype != dtype for t in gs) or any(t.dtype.to_real() != dtype.to_real() for t in outs)
 if failed:
     print("dtypes:", [t.dtype for t in outs], [t.dtype for t in gs], "for", dtype, "inputs")
-failed |= differs("output vs float64", outs, wide_outs)
-failed |= differs("gradient vs float64", gs, wide_gs)
+failed |= differs("output vs the widest dtype", outs, wide_outs)
+failed |= differs("gradient vs the widest dtype", gs, wide_gs)
 sys.exit(1 if failed else 0)
 """,
 )

@@ -8,7 +8,7 @@ import torch
 from audit.checks.catalog import declared
 from audit.checks import numerical, smoothness
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.tensors import compare_all, detached, grad_outputs, mismatch, outputs_of
+from audit.checks.tensors import compare_all, detached, floating, grad_outputs, mismatch, outputs_of
 from audit.checks.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit, is_setup_context_refusal
 from audit.inputs.variants import rearranged
 
@@ -59,7 +59,7 @@ def _vjps(subject, samples, stacked, in_dims) -> None:
     picked, expected, cotangents = None, [], []
     for k, sample in enumerate(samples):
         outputs = outputs_of(fn(*sample))
-        picked = [i for i, o in enumerate(outputs) if o.is_floating_point() and o.requires_grad]
+        picked = [i for i, o in enumerate(outputs) if floating(o) and o.requires_grad]
         if not picked:
             return
         chosen = [outputs[i] for i in picked]
@@ -95,7 +95,7 @@ def _jacobians(subject, sample, case) -> None:
         return
     base = [a.detach() if isinstance(a, torch.Tensor) else a for a in sample]
     outputs = outputs_of(subject.target.fn(*sample))
-    picked = [i for i, o in enumerate(outputs) if o.is_floating_point() and o.requires_grad]
+    picked = [i for i, o in enumerate(outputs) if floating(o) and o.requires_grad]
     if not picked:
         return
 
@@ -211,7 +211,7 @@ wrt = [i for i, a in enumerate(samples[0]) if torch.is_tensor(a) and a.requires_
 sample_grads, sample_cts, picked = [], [], []
 for k, s in enumerate(samples if wrt else []):
     outs = tensors_of(_target(*s))
-    picked = [j for j, o in enumerate(outs) if o.is_floating_point() and o.requires_grad]
+    picked = [j for j, o in enumerate(outs) if floating(o) and o.requires_grad]
     if not picked:
         break
     chosen = [outs[j] for j in picked]
@@ -243,7 +243,7 @@ if picked:
 steps = {torch.float64: (1e-6, 1e-5, 1e-3), torch.float32: (1e-3, 1e-2, 1e-2)}
 base = plain(samples[0])
 outs = tensors_of(_target(*samples[0]))
-picked = [j for j, o in enumerate(outs) if o.is_floating_point() and o.requires_grad]
+picked = [j for j, o in enumerate(outs) if floating(o) and o.requires_grad]
 if wrt and picked and base[wrt[0]].dtype in steps:
     def f(*ws):
         xs = list(base)
