@@ -120,7 +120,8 @@ def live(outs):
 
 
 def cotangents(outs, seed=seed):
-    """One cotangent per output, drawn as the audit draws them: from ``seed`` (the cell's), in float64."""
+    """One cotangent per output, drawn as the audit draws them: from ``seed`` (the cell's), in float64 (complex128
+    for a complex output)."""
     generator = torch.Generator().manual_seed(seed)
     return [torch.randn(o.shape, generator=generator, dtype=widest(o)).to(o) for o in outs]
 

@@ -13,6 +13,8 @@ X = "tests.fixtures.complex_ops:"
 COMPLEX = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 4]}, "supports": {"dtypes": ["complex128", "complex64"]}}
 SIGNAL = {"inputs": [{"shape": ["N"]}], "dims": {"N": [2, 6]}, "reference": f"{X}spectrum_reference"}
 POWER = {**COMPLEX, "dims": {"N": [2, 6]}, "reference": f"{X}spectral_power_reference"}
+FILTER = {"inputs": [{"shape": ["B", "N"]}, {"shape": ["N"]}], "dims": {"B": [1, 3], "N": [1, 6]}, "batch": "B",
+          "supports": {"dtypes": ["complex128", "complex64"], "forward_ad": True, "vmap": True}}
 
 ROWS: list[Planted] = [
     Planted(f"{X}ConjugatedAbsSquared", "gradcheck", {**COMPLEX, "reference": f"{X}abs_squared_reference"},
@@ -21,6 +23,9 @@ ROWS: list[Planted] = [
             f"{X}AbsSquared", "against the reference", dtype="complex128"),
     Planted(f"{X}HermitianSpectrum", "gradcheck", SIGNAL, f"{X}Spectrum", "Jacobian mismatch"),
     Planted(f"{X}ForwardTransformPower", "gradcheck", POWER, f"{X}SpectralPower", "Jacobian mismatch",
+            dtype="complex128"),
+    # jacrev differences complex tensors as real views: the vmap check catches the convention too
+    Planted(f"{X}ConjugatedFilter", "vmap", FILTER, "examples.complex_filter:SpectralFilter", "jacrev",
             dtype="complex128"),
 ]
 
