@@ -3,13 +3,17 @@ cotangents and comparisons, and every check that makes sense for complex running
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
+from torch.autograd.gradcheck import GradcheckError
 
 from audit.checks import catalog
 from audit.checks.interface import numeric_dtypes
+from audit.checks.jacobian import explain_gradcheck_failure, gradcheck_options
 from audit.checks.tensors import grad_outputs, mismatch
 from audit.engine.outcome import HELD, SKIPPED, VIOLATED
 from audit.engine.script import _arg
@@ -97,8 +101,10 @@ def test_a_script_rebuilds_complex_values_exactly_signed_zeros_included():
     assert rebuilt.dtype == torch.complex128 and rebuilt.requires_grad
     assert torch.equal(torch.view_as_real(rebuilt.detach()), torch.view_as_real(torch.from_numpy(values)))
     assert torch.signbit(rebuilt.imag).tolist() == [True, True, False]
-    real = eval(_arg(TensorArg(values=values, requires_grad=False), "float64"),  # a real cell: the real parts
-                {"torch": torch, "dtype": torch.float64, "device": "cpu"})
+    with warnings.catch_warnings():  # a real cell renders the real parts (no "discards the imaginary part")
+        warnings.simplefilter("error")
+        real = eval(_arg(TensorArg(values=values, requires_grad=False), "float64"),
+                    {"torch": torch, "dtype": torch.float64, "device": "cpu"})
     assert real.tolist() == [1.5, -2.0, 0.1]
 
 
@@ -107,3 +113,17 @@ def test_complex_outputs_get_complex_cotangents_and_comparisons_see_imaginary_pa
     assert cotangent.dtype == torch.complex64 and bool(cotangent.imag.abs().gt(0).any())
     got, expected = torch.tensor([1 + 1j]), torch.tensor([1 + 2j])
     assert "max |got - expected| = 1" in mismatch(got, expected, Tolerance(atol=1e-5, rtol=1e-5))
+
+
+def test_fast_mode_on_a_large_complex_input_passes_the_twin_and_names_the_convention(tmp_path):
+    from types import SimpleNamespace
+
+    from tests.fixtures.complex_ops import AbsSquared, ConjugatedAbsSquared
+
+    cell = SimpleNamespace(dtype="complex128", entry=entry(tmp_path, target=f"{X}AbsSquared", **COMPLEX))
+    z = torch.randn(1100, dtype=torch.complex128, generator=torch.Generator().manual_seed(0)).requires_grad_()
+    options = gradcheck_options(cell, [z])
+    assert options["fast_mode"]
+    assert torch.autograd.gradcheck(AbsSquared.apply, (z,), **options)  # no false alarm at the scaled tolerance
+    said = GradcheckError("Jacobian mismatch for output 0 with respect to input 0,")  # what fast mode raises on the bug
+    assert "conjugate Wirtinger" in explain_gradcheck_failure(ConjugatedAbsSquared.apply, [z], said, options)
