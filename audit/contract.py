@@ -21,6 +21,7 @@ CHECK_NAMES = (
 REAL_DTYPES = ("float64", "float32", "float16", "bfloat16")
 COMPLEX_DTYPES = ("complex128", "complex64")
 DTYPE_ORDER = REAL_DTYPES + COMPLEX_DTYPES
+DEVICE_ORDER = ("cpu", "cuda", "mps")
 #: Each complex dtype's real counterpart: the precision of its parts, whose tolerances and steps it takes.
 REAL_PART = {"complex128": "float64", "complex64": "float32"}
 
@@ -33,7 +34,6 @@ def widest_of(dtype: str) -> str:
 def real_counterpart(dtype: str) -> str:
     """The real dtype of ``dtype``'s parts: itself for a real dtype, float64 for complex128, float32 for complex64."""
     return REAL_PART.get(dtype, dtype)
-DEVICE_ORDER = ("cpu", "cuda", "mps")
 
 
 class Status(str, enum.Enum):

@@ -129,6 +129,7 @@ def realified(fn, inputs):
 
 
 def _outputs(fn, inputs) -> list:
+    """The outputs of ``fn`` on detached ``inputs``, without a graph."""
     with torch.no_grad():
         out = fn(*[x.detach() for x in inputs])
     return list(out) if isinstance(out, tuple) else [out]
@@ -141,14 +142,16 @@ def _conjugated(fn, inputs, eps, atol, rtol) -> str | None:
     if not any(x.is_complex() for x in inputs):
         return None
     xs = [x.detach().requires_grad_() for x in inputs]
-    outs = [o for o in _outputs_live(fn, xs)]
+    outs = _outputs_live(fn, xs)
     cots = grad_outputs(outs, 0)
     analytic = filled(torch.autograd.grad(outs, xs, cots, allow_unused=True), xs)
     loss = lambda *ys: sum(float((c.conj() * o).real.sum()) for o, c in zip(_outputs(fn, ys), cots))
     for i, (x, got) in enumerate(zip(inputs, analytic)):
+        if not x.is_complex():
+            continue
         numeric = _wirtinger(loss, [y.detach() for y in inputs], i, eps)
         close = lambda a: bool(((got - a).abs() <= atol + rtol * a.abs()).all())
-        if x.is_complex() and not close(numeric) and close(numeric.conj()):
+        if not close(numeric) and close(numeric.conj()):
             return (f"the gradient with respect to input {i} looks conjugated: it equals the conjugate of the "
                     f"finite-difference gradient (max |analytic - numeric| = {float((got - numeric).abs().max()):.3g}, "
                     f"max |analytic - conj(numeric)| = {float((got - numeric.conj()).abs().max()):.3g}); PyTorch's "
@@ -159,6 +162,7 @@ def _conjugated(fn, inputs, eps, atol, rtol) -> str | None:
 
 
 def _outputs_live(fn, xs) -> list:
+    """The outputs of ``fn(*xs)`` that carry a gradient."""
     found = fn(*xs)
     return [o for o in (found if isinstance(found, tuple) else (found,)) if o.requires_grad]
 
@@ -168,11 +172,11 @@ def _wirtinger(loss, base, i: int, eps: float) -> torch.Tensor:
     x = base[i]
     result = torch.zeros(x.numel(), dtype=torch.complex128)
     for k in range(x.numel()):
-        for step in ((1.0, 1.0), (1j, 1j)):
+        for unit in (1.0, 1j):  # a step along the real part gives dL/da, along the imaginary part i·dL/db
             plus, minus = ([y.clone() for y in base] for _ in range(2))
-            plus[i].view(-1)[k] += eps * step[0]
-            minus[i].view(-1)[k] -= eps * step[0]
-            result[k] += step[1] * (loss(*plus) - loss(*minus)) / (2 * eps)
+            plus[i].view(-1)[k] += eps * unit
+            minus[i].view(-1)[k] -= eps * unit
+            result[k] += unit * (loss(*plus) - loss(*minus)) / (2 * eps)
     return result.reshape(x.shape).to(x.device)
 
 

@@ -168,8 +168,8 @@ def excused_anywhere(subject, check: str, case, fn, inputs, *, values: bool = Fa
         return False
     kinds = ("jump",) if values else ("kink", "jump", "edge")
     fn, leaves, _ = _real_view(fn, [x.detach() for x in inputs], None)
-    kink = _timed(subject, lambda: singular_point(fn, leaves, _EPS[real_counterpart(subject.dtype)], *gradcheck_tolerance(subject),
-                                                  kinds=kinds))
+    eps = _EPS[real_counterpart(subject.dtype)]
+    kink = _timed(subject, lambda: singular_point(fn, leaves, eps, *gradcheck_tolerance(subject), kinds=kinds))
     if kink is not None:
         note(subject, check, case, kink)
     return kink is not None
