@@ -17,8 +17,8 @@ def run(subject, case) -> None:
     """Outputs and gradients in the input's dtype, close to float64 on the same (rounded) inputs."""
     args = subject.args(case)
     outputs, grads = vjp(subject.evaluate, args, grad_inputs(args), subject.seed)
-    _dtypes("output", outputs, subject.dtype, floating_only=True)
-    _dtypes("gradient of input", grads, subject.dtype)
+    _output_dtypes(outputs, subject.dtype)
+    _gradient_dtypes(grads, grad_inputs(args))
     widened = [wide(a.detach()).requires_grad_(a.requires_grad) if _floating(a) else a for a in args]
     tight = subject.dtype == widest_of(subject.dtype)
     referenced = tight and subject.target.reference is not None
@@ -42,18 +42,24 @@ def _floating(value) -> bool:
     return isinstance(value, torch.Tensor) and floating(value)
 
 
-def _dtypes(label, tensors, dtype: str, floating_only: bool = False) -> None:
-    """Each tensor in ``dtype``; an output (``floating_only``) may also be complex for a real ``dtype`` or real for a
-    complex one (rfft, abs), in the same precision: complex64 goes with float32, complex128 with float64."""
-    for i, t in enumerate(tensors):
-        if floating_only and not floating(t):
-            continue
+def _output_dtypes(outputs, dtype: str) -> None:
+    """Each floating output in ``dtype``'s precision: ``dtype`` itself, or its complex or real counterpart (an rfft
+    of float32 gives complex64, an abs of complex128 float64)."""
+    for i, t in enumerate(outputs):
         name = str(t.dtype).replace("torch.", "")
-        same = real_counterpart(name) == real_counterpart(dtype) if floating_only else name == dtype
-        if not same:
-            raise Violation(f"{label} {i} is {name} for {dtype} inputs: expected {dtype}"
-                            f"{_or_counterpart(dtype) if floating_only else ''} (compute in the input's dtype, or "
-                            "cast back before returning)")
+        if floating(t) and real_counterpart(name) != real_counterpart(dtype):
+            raise Violation(f"output {i} is {name} for {dtype} inputs: expected {dtype}{_or_counterpart(dtype)} "
+                            "(compute in the input's dtype, or cast back before returning)")
+
+
+def _gradient_dtypes(grads, inputs) -> None:
+    """Each gradient in its own input's dtype: the cell's, or the one the registry pins (a complex128 input of a
+    float64 cell gets a complex128 gradient)."""
+    for i, (grad, x) in enumerate(zip(grads, inputs)):
+        if grad.dtype != x.dtype:
+            got, want = (str(t).replace("torch.", "") for t in (grad.dtype, x.dtype))
+            raise Violation(f"gradient of input {i} is {got} for {want} inputs: expected {want} (compute in the "
+                            "input's dtype, or cast back before returning)")
 
 
 def _or_counterpart(dtype: str) -> str:
@@ -72,7 +78,8 @@ widened = [wide(a.detach()).requires_grad_(a.requires_grad) if torch.is_tensor(a
 base = ref if ref is not None and dtype in (torch.float64, torch.complex128) else fn  # widest: against the reference
 wide_outs, wide_gs = grads(base, widened)
 # gradients in the input's dtype; outputs in its precision (a real input may give a complex output: rfft)
-failed = any(t.dtype != dtype for t in gs) or any(t.dtype.to_real() != dtype.to_real() for t in outs)
+diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]  # each gradient in its input's dtype
+failed = any(g.dtype != x.dtype for g, x in zip(gs, diff)) or any(t.dtype.to_real() != dtype.to_real() for t in outs)
 if failed:
     print("dtypes:", [t.dtype for t in outs], [t.dtype for t in gs], "for", dtype, "inputs")
 failed |= differs("output vs the widest dtype", outs, wide_outs)

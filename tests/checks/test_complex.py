@@ -127,3 +127,11 @@ def test_fast_mode_on_a_large_complex_input_passes_the_twin_and_names_the_conven
     assert torch.autograd.gradcheck(AbsSquared.apply, (z,), **options)  # no false alarm at the scaled tolerance
     said = GradcheckError("Jacobian mismatch for output 0 with respect to input 0,")  # what fast mode raises on the bug
     assert "conjugate Wirtinger" in explain_gradcheck_failure(ConjugatedAbsSquared.apply, [z], said, options)
+
+
+def test_a_pinned_complex_input_of_a_real_entry_gets_a_complex_gradient(tmp_path):
+    pinned = entry(tmp_path, target=f"{X}AbsSquared", inputs=[{"shape": ["N"], "dtype": "complex128"}],
+                   dims={"N": [1, 3]})
+    for check in ("gradcheck", "dtype"):
+        found = observe(pinned, check, "float64", examples=3)
+        assert found.verdict == HELD, found.message
