@@ -17,8 +17,23 @@ CHECK_NAMES = (
     "partial_grad", "shared_grad",
 )
 
-DTYPE_ORDER = ("float64", "float32", "float16", "bfloat16")
+#: The real floating dtypes, then the complex ones: the one list every dtype vocabulary derives from.
+REAL_DTYPES = ("float64", "float32", "float16", "bfloat16")
+COMPLEX_DTYPES = ("complex128", "complex64")
+DTYPE_ORDER = REAL_DTYPES + COMPLEX_DTYPES
 DEVICE_ORDER = ("cpu", "cuda", "mps")
+#: Each complex dtype's real counterpart: the precision of its parts, whose tolerances and steps it takes.
+REAL_PART = {"complex128": "float64", "complex64": "float32"}
+
+
+def widest_of(dtype: str) -> str:
+    """The dtype ``dtype`` is judged against: complex128 for a complex dtype, float64 for a real one."""
+    return "complex128" if dtype in COMPLEX_DTYPES else "float64"
+
+
+def real_counterpart(dtype: str) -> str:
+    """The real dtype of ``dtype``'s parts: itself for a real dtype, float64 for complex128, float32 for complex64."""
+    return REAL_PART.get(dtype, dtype)
 
 
 class Status(str, enum.Enum):

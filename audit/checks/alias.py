@@ -10,7 +10,7 @@ import torch
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
 from audit.checks.jacobian import torch_sentence
-from audit.checks.tensors import differentiable, grad_outputs, mismatch, outputs_of
+from audit.checks.tensors import differentiable, grad_outputs, mismatch, outputs_of, wide
 
 
 def run(subject, case) -> None:
@@ -324,7 +324,7 @@ def _delta(now, then) -> float:
     now, then = now.detach().nan_to_num(), then.nan_to_num()
     if torch.equal(now, then):
         return 0.0
-    return float((now - then if now.is_complex() else now.double() - then.double()).abs().max())
+    return float((wide(now) - wide(then)).abs().max())
 
 
 CHECK = declared(
@@ -436,7 +436,7 @@ def delta(now, then):
     if now is None:
         return 0.0
     now, then = now.detach().nan_to_num(), then.nan_to_num()
-    return 0.0 if torch.equal(now, then) else float((now.double() - then.double()).abs().max())
+    return 0.0 if torch.equal(now, then) else float((wide(now) - wide(then)).abs().max())
 
 
 def difference(got, expected, where):
@@ -444,7 +444,7 @@ def difference(got, expected, where):
         if (g is None) != (e is None):
             return f"the gradient of input {i} is {'None' if g is None else 'a tensor'} where it was not"
         if g is not None and not close(g, e):
-            error = (g.double() - e.double()).abs().max().item() if g.shape == e.shape else "shape"
+            error = (wide(g) - wide(e)).abs().max().item() if g.shape == e.shape else "shape"
             return f"gradient of input {i}: max |got - expected| = {error}"
     return None
 

@@ -7,7 +7,8 @@ import torch
 
 from audit.errors import first_line
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation
+from audit.checks.interface import NotApplicable, Violation
+from audit.contract import COMPLEX_DTYPES
 from audit.checks.tensors import compare_all, gradients, outputs_of
 from audit.registry.model import DEFAULT_TOLERANCE, Tolerance
 
@@ -24,6 +25,10 @@ HINT = ("the backward ran outside autocast on low-precision tensors: decorate fo
 
 def run(subject, case) -> None:
     """float32 eager against the same call under autocast (forward inside, backward outside, as in training)."""
+    if subject.dtype in COMPLEX_DTYPES:
+        raise NotApplicable("torch.autocast casts only real floating tensors (its float16/bfloat16 policy has no "
+                            "complex dtype and leaves complex tensors as they are): a complex entry has nothing "
+                            "to autocast")
     low = LOW[subject.device]
     reference = _run(subject.evaluate, subject.args(case, "float32"), subject.seed)
     args = subject.args(case, "float32")

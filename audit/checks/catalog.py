@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from audit.checks.interface import OPERATOR_KINDS, Check, claimed_dtypes, numeric_dtypes
+from audit.contract import COMPLEX_DTYPES
+from audit.checks.interface import OPERATOR_KINDS, Check, claimed_dtypes
 from audit.registry.model import Entry
 
 
@@ -22,8 +23,21 @@ def _not_loaded(subject, case) -> None:
 
 
 def _dtype_with_probes(entry: Entry) -> tuple[str, ...]:
-    """Every claimed dtype, plus the low-precision probes."""
-    return tuple(dict.fromkeys(entry.supports.dtypes + DTYPE_PROBES))
+    """Every claimed dtype, plus the low-precision probes for an entry that claims a real dtype. A complex-only
+    entry gets none: float16 and bfloat16 are not its numbers (a real probe would drop every imaginary part and
+    report what no caller does), and torch's half-precision complex (complex32) has almost no kernels."""
+    probes = DTYPE_PROBES if _claims_real(entry) else ()
+    return tuple(dict.fromkeys(entry.supports.dtypes + probes))
+
+
+def _claims_real(entry: Entry) -> bool:
+    """Whether the entry claims some real dtype (not only complex ones)."""
+    return any(dtype not in COMPLEX_DTYPES for dtype in entry.supports.dtypes)
+
+
+def _autocast_dtypes(entry: Entry) -> tuple[str, ...]:
+    """float32, autocast's input dtype; complex64 for a complex-only entry, whose cell then says why it is a skip."""
+    return ("float32",) if _claims_real(entry) else ("complex64",)
 
 
 def _two_differentiable_inputs(entry: Entry) -> bool:
@@ -96,7 +110,8 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     Check(
         name="dtype",
         run=_not_loaded,
-        contract="in each claimed dtype (and, as unclaimed probes, float16 and bfloat16), forward and backward "
+        contract="in each claimed dtype (and, as unclaimed probes for an entry claiming a real dtype, float16 and "
+                 "bfloat16), forward and backward "
                  "run, outputs and gradients come back in the input's dtype, and values and gradients are close "
                  "to float64 on the same inputs (torch.testing's tolerance for the dtype; in float64, to the "
                  "reference at tight tolerance)",
@@ -169,7 +184,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
                  "gradients are finite, in the input's dtype and close to float32's; claimed through supports.autocast",
         claimed=lambda entry: entry.supports.autocast,
         claim="supports.autocast",
-        dtypes=lambda entry: ("float32",),
+        dtypes=_autocast_dtypes,
     ),
     Check(
         name="checkpoint",

@@ -17,7 +17,7 @@ from audit.inputs.variants import resized
 def batch_dim(entry, world: int) -> str | None:
     """The symbolic dim to split: the first dim of a floating tensor input whose range reaches ``world``."""
     for _, spec in entry.tensor_inputs:
-        if spec.dtype not in (None, "float64", "float32", "float16", "bfloat16") or not spec.differentiable:
+        if not spec.differentiable:  # pinned to an integer or bool dtype, or requires_grad: false
             continue
         for size in spec.shape:
             if isinstance(size, str) and entry.dim_range(size)[1] >= world:

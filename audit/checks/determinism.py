@@ -7,7 +7,7 @@ import torch
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import differentiable, grad_outputs, outputs_of
+from audit.checks.tensors import differentiable, grad_outputs, outputs_of, wide
 
 
 def run(subject, case) -> None:
@@ -16,7 +16,7 @@ def run(subject, case) -> None:
     for label, a, b in (("output", *[r[0] for r in (first, second)]), ("gradient of input", first[1], second[1])):
         for i, (x, y) in enumerate(zip(a, b)):
             if not _bitwise_equal(x, y):
-                diff = (x.double() - y.double()).abs().nan_to_num(nan=float("inf"))
+                diff = (wide(x) - wide(y)).abs().nan_to_num(nan=float("inf"))
                 raise Violation(f"{label} {i} differs between two runs on the same inputs: max difference "
                                 f"{diff.max().item():.3g}; claim supports.deterministic: false if this is expected")
 
@@ -64,7 +64,7 @@ for label, a, b in (("output", first[0], second[0]), ("gradient of input", first
     for i, (x, y) in enumerate(zip(a, b)):
         if not bitwise_equal(x, y):
             print(f"{label} {i} differs between two runs on the same inputs: max difference",
-                  (x.double() - y.double()).abs().nan_to_num(nan=float("inf")).max().item())
+                  (wide(x) - wide(y)).abs().nan_to_num(nan=float("inf")).max().item())
             failed = True
 print("two runs differ" if failed else "two runs are bitwise equal")
 sys.exit(1 if failed else 0)

@@ -1,13 +1,15 @@
-"""``dtype``: in each dtype, forward and backward run, dtypes follow the input, values track float64."""
+"""``dtype``: in each dtype, forward and backward run, dtypes follow the input, values track float64 (complex128
+for a complex dtype)."""
 
 from __future__ import annotations
 
 from audit.checks.catalog import declared
+from audit.contract import REAL_PART, real_counterpart, widest_of
 from audit.checks import rounding, smoothness
 from audit.checks.interface import Violation
 from audit.checks.jacobian import wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import vjp
+from audit.checks.tensors import floating, vjp, wide
 
 
 
@@ -15,22 +17,23 @@ def run(subject, case) -> None:
     """Outputs and gradients in the input's dtype, close to float64 on the same (rounded) inputs."""
     args = subject.args(case)
     outputs, grads = vjp(subject.evaluate, args, grad_inputs(args), subject.seed)
-    _dtypes("output", outputs, subject.dtype, floating_only=True)
-    _dtypes("gradient of input", grads, subject.dtype)
-    wide = [a.detach().double().requires_grad_(a.requires_grad) if _floating(a) else a for a in args]
-    tight = subject.dtype == "float64"
+    _output_dtypes(outputs, subject.dtype)
+    _gradient_dtypes(grads, grad_inputs(args))
+    widened = [wide(a.detach()).requires_grad_(a.requires_grad) if _floating(a) else a for a in args]
+    tight = subject.dtype == widest_of(subject.dtype)
     referenced = tight and subject.target.reference is not None
     baseline_fn = subject.evaluate_reference if referenced else subject.evaluate
-    expected, expected_grads = vjp(baseline_fn, wide, grad_inputs(wide), subject.seed)
-    against = "the reference" if referenced else "float64"
-    largest = rounding.once(lambda: rounding.largest_value(lambda: vjp(baseline_fn, wide, grad_inputs(wide), subject.seed)))
+    expected, expected_grads = vjp(baseline_fn, widened, grad_inputs(widened), subject.seed)
+    against = "the reference" if referenced else widest_of(subject.dtype)
+    largest = rounding.once(lambda: rounding.largest_value(
+        lambda: vjp(baseline_fn, widened, grad_inputs(widened), subject.seed)))
     for label, got, want, values in (("output", outputs, expected, True),
                                      ("gradient of input", grads, expected_grads, False)):
         try:
             rounding.compare_rounded(label, got, want, subject.tolerance(tight=tight), largest)
         except Violation as exc:
             if smoothness.excused_anywhere(subject, f"dtype ({label}s against {against})", case,
-                                           wrap(subject, wide), grad_inputs(wide), values=values):
+                                           wrap(subject, widened), grad_inputs(widened), values=values):
                 return
             raise Violation(f"{exc} (in {subject.dtype}, against {against})") from None
 
@@ -38,16 +41,33 @@ def run(subject, case) -> None:
 def _floating(value) -> bool:
     import torch
 
-    return isinstance(value, torch.Tensor) and value.is_floating_point()
+    return isinstance(value, torch.Tensor) and floating(value)
 
 
-def _dtypes(label, tensors, dtype: str, floating_only: bool = False) -> None:
-    for i, t in enumerate(tensors):
-        if floating_only and not t.is_floating_point():
-            continue
-        if str(t.dtype) != f"torch.{dtype}":
-            raise Violation(f"{label} {i} is {str(t.dtype).replace('torch.', '')} for {dtype} inputs: "
-                            f"expected {dtype} (compute in the input's dtype, or cast back before returning)")
+def _output_dtypes(outputs, dtype: str) -> None:
+    """Each floating output in ``dtype``'s precision: ``dtype`` itself, or its complex or real counterpart (an rfft
+    of float32 gives complex64, an abs of complex128 float64)."""
+    for i, t in enumerate(outputs):
+        name = str(t.dtype).replace("torch.", "")
+        if floating(t) and real_counterpart(name) != real_counterpart(dtype):
+            raise Violation(f"output {i} is {name} for {dtype} inputs: expected {dtype}{_or_counterpart(dtype)} "
+                            "(compute in the input's dtype, or cast back before returning)")
+
+
+def _gradient_dtypes(grads, inputs) -> None:
+    """Each gradient in its own input's dtype: the cell's, or the one the registry pins (a complex128 input of a
+    float64 cell gets a complex128 gradient)."""
+    for i, (grad, x) in enumerate(zip(grads, inputs)):
+        if grad.dtype != x.dtype:
+            got, want = (str(t).replace("torch.", "") for t in (grad.dtype, x.dtype))
+            raise Violation(f"gradient of input {i} is {got} for {want} inputs: expected {want} (compute in the "
+                            "input's dtype, or cast back before returning)")
+
+
+def _or_counterpart(dtype: str) -> str:
+    """The other dtype of the same precision an output may have: its complex or its real counterpart."""
+    twin = {real: complex_ for complex_, real in REAL_PART.items()}.get(dtype) or REAL_PART.get(dtype)
+    return f" or {twin}" if twin else ""
 
 
 CHECK = declared(
@@ -55,17 +75,19 @@ CHECK = declared(
     run=run,
     script="""\
 outs, gs = grads(fn, args)
-wide = [a.detach().double().requires_grad_(a.requires_grad) if torch.is_tensor(a) and a.is_floating_point() else a
+widened = [wide(a.detach()).requires_grad_(a.requires_grad) if torch.is_tensor(a) and floating(a) else a
         for a in args]
-base = ref if ref is not None and dtype == torch.float64 else fn  # in float64: against the reference
-wide_outs, wide_gs = grads(base, wide)
-failed = any(t.dtype != dtype for t in outs + gs)
+base = ref if ref is not None and dtype in (torch.float64, torch.complex128) else fn  # widest: against the reference
+wide_outs, wide_gs = grads(base, widened)
+# gradients in the input's dtype; outputs in its precision (a real input may give a complex output: rfft)
+diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]  # each gradient in its input's dtype
+failed = any(g.dtype != x.dtype for g, x in zip(gs, diff)) or any(t.dtype.to_real() != dtype.to_real() for t in outs)
 if failed:
     print("dtypes:", [t.dtype for t in outs], [t.dtype for t in gs], "for", dtype, "inputs")
 # float16, bfloat16: scale applies to the largest value the float64 run passes through (operands, intermediates)
-magnitude = largest(lambda: grads(base, wide)) if scale else 0.0
-failed |= differs("output vs float64", outs, wide_outs, magnitude=magnitude)
-failed |= differs("gradient vs float64", gs, wide_gs, magnitude=magnitude)
+magnitude = largest(lambda: grads(base, widened)) if scale else 0.0
+failed |= differs("output vs the widest dtype", outs, wide_outs, magnitude=magnitude)
+failed |= differs("gradient vs the widest dtype", gs, wide_gs, magnitude=magnitude)
 sys.exit(1 if failed else 0)
 """,
 )

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import torch
 
+from audit.contract import widest_of
 from audit.checks.catalog import declared
 from audit.checks import rounding, smoothness
 from audit.checks.interface import Violation
 from audit.checks.jacobian import wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import outputs_of
+from audit.checks.tensors import floating, outputs_of
 
 
 def run(subject, case) -> None:
@@ -21,9 +22,9 @@ def run(subject, case) -> None:
         _finite(outputs, args)
         return
     with torch.no_grad():
-        expected = outputs_of(subject.evaluate_reference(*subject.args(case, "float64")))
-    tight = subject.dtype == "float64"
-    wide = subject.args(case, "float64")
+        expected = outputs_of(subject.evaluate_reference(*subject.args(case, widest_of(subject.dtype))))
+    tight = subject.dtype == widest_of(subject.dtype)
+    wide = subject.args(case, widest_of(subject.dtype))
     try:
         rounding.compare_rounded("output", outputs, [e.to(o.dtype) if not tight else e for o, e in zip(outputs, expected)],
                                  subject.tolerance(tight=tight), lambda: rounding.largest_value(lambda: _call(subject, wide)))
@@ -42,7 +43,7 @@ def _finite(outputs, args) -> None:
     if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
         return  # reductions over nothing may be infinite by definition (logsumexp of [] is -inf)
     for i, out in enumerate(outputs):
-        if out.is_floating_point() and not torch.isfinite(out).all():
+        if floating(out) and not torch.isfinite(out).all():
             index = tuple(int(k) for k in (~torch.isfinite(out)).nonzero()[0])
             raise Violation(f"output {i} is not finite at index {index} ({out[index].item()}) "
                             "although every input is finite and inside its domain")
@@ -56,17 +57,17 @@ with torch.no_grad():
     out = fn(*args)
 outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o)]
 failed = False
-if ref is not None:  # against the reference, computed in float64
+if ref is not None:  # against the reference, computed in float64 (complex128 for complex)
     with torch.no_grad():
-        expected = ref(*[a.detach().double() if torch.is_tensor(a) and a.is_floating_point() else a for a in args])
+        expected = ref(*[wide(a.detach()) if torch.is_tensor(a) and floating(a) else a for a in args])
     exps = [e for e in (expected if isinstance(expected, (tuple, list)) else (expected,)) if torch.is_tensor(e)]
     # float16, bfloat16: scale applies to the largest value the target passes through in float64
-    magnitude = largest(lambda: fn(*[a.detach().double() if torch.is_tensor(a) and a.is_floating_point() else a
+    magnitude = largest(lambda: fn(*[wide(a.detach()) if torch.is_tensor(a) and floating(a) else a
                                      for a in args])) if scale else 0.0
     failed = differs("output", outs, [e.to(o.dtype) for o, e in zip(outs, exps)], magnitude=magnitude)
 elif not any(torch.is_tensor(a) and a.numel() == 0 for a in args):  # finite inputs, finite outputs
     for i, o in enumerate(outs):
-        if o.is_floating_point() and not torch.isfinite(o).all():
+        if floating(o) and not torch.isfinite(o).all():
             print(f"output {i} is not finite:", o)
             failed = True
 print("FAILS" if failed else "holds")

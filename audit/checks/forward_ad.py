@@ -48,7 +48,7 @@ diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
 def f(*xs):
     it = iter(xs)
     outs = [o for o in tensors_of(audited(*[next(it) if torch.is_tensor(a) and a.requires_grad else a for a in args]))
-            if o.is_floating_point()]
+            if floating(o)]
     return tuple(outs) if len(outs) != 1 else outs[0]
 
 

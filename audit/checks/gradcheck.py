@@ -10,7 +10,7 @@ from audit.checks.interface import Violation
 from audit.checks import smoothness
 from audit.checks.jacobian import explain_gradcheck_failure, gradcheck_options, gradcheck_values, wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, outputs_of, vjp
+from audit.checks.tensors import compare_all, floating, outputs_of, vjp, wide
 
 
 def run(subject, case) -> None:
@@ -45,8 +45,8 @@ def _parameters(subject, args) -> None:
     def fn(*params):
         with subject.stream():
             found = outputs_of(torch.func.functional_call(module, dict(zip(names, params)), tuple(fixed)))
-        floating = [o for o in found if o.is_floating_point()]
-        return tuple(floating) if len(floating) != 1 else floating[0]
+        kept = [o for o in found if floating(o)]
+        return tuple(kept) if len(kept) != 1 else kept[0]
 
     options = gradcheck_options(subject, values)
     try:
@@ -78,7 +78,7 @@ def _against_reference(subject, case, fn, inputs, eps: float) -> None:
 
 def _differing(got: torch.Tensor, expected: torch.Tensor, tol) -> list[int]:
     """Flat indices where ``got`` is not close to ``expected``."""
-    close = torch.isclose(got.detach().double().cpu(), expected.detach().double().cpu(), rtol=tol.rtol,
+    close = torch.isclose(wide(got.detach()).cpu(), wide(expected.detach()).cpu(), rtol=tol.rtol,
                           atol=tol.atol, equal_nan=True)
     return torch.nonzero(~close.reshape(-1)).reshape(-1).tolist()
 
@@ -103,7 +103,7 @@ if isinstance(fn, torch.nn.Module):  # and with respect to the module's paramete
     fixed = tuple(a.detach() if torch.is_tensor(a) else a for a in args)
     def by_parameters(*ps):
         found = torch.func.functional_call(fn, dict(zip(names, ps)), fixed)
-        found = [o for o in (found if isinstance(found, (tuple, list)) else (found,)) if o.is_floating_point()]
+        found = [o for o in (found if isinstance(found, (tuple, list)) else (found,)) if floating(o)]
         return tuple(found) if len(found) != 1 else found[0]
     params = [fn.get_parameter(n).detach().clone().requires_grad_() for n in names]
     try:

@@ -86,7 +86,7 @@ failed = False
 out = fn(*args)
 outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.requires_grad]
 generator = torch.Generator().manual_seed(seed)
-cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o).requires_grad_() for o in outs]
+cots = [torch.randn(o.shape, generator=generator, dtype=widest(o)).to(o).requires_grad_() for o in outs]
 try:  # the backward must be differentiable: with cotangents that require grad, so must its nonzero results
     found = torch.autograd.grad(outs, diff, cots, allow_unused=True, create_graph=True)
     def reaches(node, name):  # whether the backward's graph holds a node called name

@@ -25,9 +25,14 @@ def always(entry: Entry) -> bool:
     return True
 
 
+#: The dtypes numerical checks prefer, most precise first.
+NUMERIC_PREFERENCE = ("float64", "complex128", "float32", "complex64", "bfloat16", "float16")
+
+
 def numeric_dtypes(entry: Entry) -> tuple[str, ...]:
-    """The one dtype numerical checks run in: float64 when claimed, else the widest claimed."""
-    for dtype in ("float64", "float32", "bfloat16", "float16"):
+    """The one dtype numerical checks run in: float64 when claimed, else the widest claimed (complex128 before
+    float32: its parts are float64, so a complex entry is judged at float64 precision)."""
+    for dtype in NUMERIC_PREFERENCE:
         if dtype in entry.supports.dtypes:
             return (dtype,)
     return ("float64",)

@@ -6,8 +6,9 @@ import re
 
 import torch
 
+from audit.contract import real_counterpart
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import outputs_of
+from audit.checks.tensors import filled, floating, grad_outputs, outputs_of, wide
 from audit.registry.model import Tolerance
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
@@ -25,7 +26,7 @@ def wrap(subject, args):
         full = list(args)
         for i, x in zip(positions, inputs):
             full[i] = x
-        outputs = [o for o in outputs_of(subject.call(full)) if o.is_floating_point()]
+        outputs = [o for o in outputs_of(subject.call(full)) if floating(o)]
         return tuple(outputs) if len(outputs) != 1 else outputs[0]
 
     return fn
@@ -42,7 +43,7 @@ def gradcheck_options(subject, inputs) -> dict:
     size = sum(x.numel() for x in inputs)
     fast = size > SLOW_MODE_LIMIT
     scale = size if fast else 1
-    return {"eps": _EPS[subject.dtype], "atol": atol / scale, "rtol": rtol / scale,
+    return {"eps": _EPS[real_counterpart(subject.dtype)], "atol": atol / scale, "rtol": rtol / scale,
             "fast_mode": fast, "check_undefined_grad": False}
 
 
@@ -53,7 +54,7 @@ def gradcheck_values(subject, case) -> dict:
 
 def gradcheck_tolerance(subject) -> tuple[float, float]:
     """(atol, rtol) for comparing one finite-difference estimate with another in the cell's dtype."""
-    tol = subject.entry.tolerance_for(subject.dtype, Tolerance(*_TOL[subject.dtype]))
+    tol = subject.entry.tolerance_for(subject.dtype, Tolerance(*_TOL[real_counterpart(subject.dtype)]))
     return tol.atol, tol.rtol
 
 
@@ -62,7 +63,8 @@ def explain_gradcheck_failure(fn, inputs, exc: Exception, options: dict) -> str:
     says more than that; torch's line alone when nothing is located."""
     said = torch_sentence(exc)
     try:
-        located = _locate(fn, inputs, options["eps"], options["atol"], options["rtol"])
+        conjugated = _conjugated(fn, inputs, options["eps"], options["atol"], options["rtol"])
+        located = conjugated or _located(fn, inputs, options)
     except Exception:  # the diagnosis is a courtesy; torch's message still stands
         located = None
     if not located:
@@ -100,6 +102,85 @@ def _locate(fn, inputs, eps, atol, rtol) -> str | None:
             f"numeric {n:.6g}) > atol {atol:g} + rtol {rtol:g}·|numeric|")
 
 
+def _located(fn, inputs, options: dict) -> str | None:
+    """:func:`_locate` on the real view of ``fn``, saying how a complex element's index reads."""
+    real_fn, real_inputs = realified(fn, inputs)
+    found = _locate(real_fn, real_inputs, options["eps"], options["atol"], options["rtol"])
+    if found and real_fn is not fn:
+        found += " (complex tensors seen as real views: a last index 0 is the real part, 1 the imaginary part)"
+    return found
+
+
+def realified(fn, inputs):
+    """``fn`` as a real function of real tensors, and ``inputs`` as such: each complex input is passed as its
+    ``view_as_real`` (a trailing dim of 2: real, imaginary part) and each complex output returned so. Its
+    autograd Jacobian is the true real one exactly when the backward follows PyTorch's convention, so the
+    real-valued finite-difference machinery judges complex code unchanged. Real ``fn`` and inputs pass as they are."""
+    flags = [x.is_complex() for x in inputs]
+    if not any(flags) and not any(o.is_complex() for o in _outputs(fn, inputs)):
+        return fn, list(inputs)
+
+    def real_fn(*xs):
+        found = fn(*[torch.view_as_complex(x) if c else x for x, c in zip(xs, flags)])
+        outs = tuple(torch.view_as_real(o.resolve_conj()) if o.is_complex() else o
+                     for o in (found if isinstance(found, tuple) else (found,)))
+        return outs if len(outs) != 1 else outs[0]
+
+    return real_fn, [torch.view_as_real(x.detach().resolve_conj()).clone() if c else x for x, c in zip(inputs, flags)]
+
+
+def _outputs(fn, inputs) -> list:
+    """The outputs of ``fn`` on detached ``inputs``, without a graph."""
+    with torch.no_grad():
+        out = fn(*[x.detach() for x in inputs])
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def _conjugated(fn, inputs, eps, atol, rtol) -> str | None:
+    """For a complex input whose gradient is the conjugate of the finite-difference one (and not that one): a
+    message naming PyTorch's convention. Compared as one vector-Jacobian product with random cotangents, the
+    numeric side being dL/da + i·dL/db for the real loss L = Re<cotangents, outputs> of z = a + ib."""
+    if not any(x.is_complex() for x in inputs):
+        return None
+    xs = [x.detach().requires_grad_() for x in inputs]
+    outs = _outputs_live(fn, xs)
+    cots = grad_outputs(outs, 0)
+    analytic = filled(torch.autograd.grad(outs, xs, cots, allow_unused=True), xs)
+    loss = lambda *ys: sum(float((c.conj() * o).real.sum()) for o, c in zip(_outputs(fn, ys), cots))
+    for i, (x, got) in enumerate(zip(inputs, analytic)):
+        if not x.is_complex():
+            continue
+        numeric = _wirtinger(loss, [y.detach() for y in inputs], i, eps)
+        close = lambda a: bool(((got - a).abs() <= atol + rtol * a.abs()).all())
+        if not close(numeric) and close(numeric.conj()):
+            return (f"the gradient with respect to input {i} looks conjugated: it equals the conjugate of the "
+                    f"finite-difference gradient (max |analytic - numeric| = {float((got - numeric).abs().max()):.3g}, "
+                    f"max |analytic - conj(numeric)| = {float((got - numeric.conj()).abs().max()):.3g}); PyTorch's "
+                    "convention for complex inputs is the conjugate Wirtinger one, grad = g * conj(df/dz) for a "
+                    "holomorphic f (for a real loss L of z = a + ib, grad = dL/da + i·dL/db): return the conjugate "
+                    "of what backward returns now (for |z|^2, 2 * g * z, not 2 * g * z.conj())")
+    return None
+
+
+def _outputs_live(fn, xs) -> list:
+    """The outputs of ``fn(*xs)`` that carry a gradient."""
+    found = fn(*xs)
+    return [o for o in (found if isinstance(found, tuple) else (found,)) if o.requires_grad]
+
+
+def _wirtinger(loss, base, i: int, eps: float) -> torch.Tensor:
+    """dL/da + i·dL/db for each element of input ``i`` (a = real part, b = imaginary part), by central differences."""
+    x = base[i]
+    result = torch.zeros(x.numel(), dtype=torch.complex128)
+    for k in range(x.numel()):
+        for unit in (1.0, 1j):  # a step along the real part gives dL/da, along the imaginary part i·dL/db
+            plus, minus = ([y.clone() for y in base] for _ in range(2))
+            plus[i].view(-1)[k] += eps * unit
+            minus[i].view(-1)[k] -= eps * unit
+            result[k] += unit * (loss(*plus) - loss(*minus)) / (2 * eps)
+    return result.reshape(x.shape).to(x.device)
+
+
 def _output_shapes(fn, inputs):
     with torch.no_grad():
         out = fn(*[x.detach() for x in inputs])
@@ -126,7 +207,7 @@ def _analytic(fn, inputs) -> dict:
             grads = torch.autograd.grad(y, xs, seed, retain_graph=True, allow_unused=True)
             for i, g in enumerate(grads):
                 if g is not None:
-                    rows[r][i] = g.detach().double().reshape(-1)
+                    rows[r][i] = wide(g.detach()).reshape(-1)
         for i, x in enumerate(xs):
             result[(o, i)] = torch.stack([row[i] for row in rows]) if rows else torch.zeros(0, x.numel())
     return result

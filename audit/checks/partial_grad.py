@@ -14,7 +14,7 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.tensors import mismatch, outputs_of
+from audit.checks.tensors import floating, mismatch, outputs_of, widest
 from audit.errors import first_line
 from audit.frames import user_site
 
@@ -38,12 +38,12 @@ def run(subject, case) -> None:
 
 def _backward(subject, case, wanted: list[int]) -> dict[int, torch.Tensor | None]:
     """``.grad`` of every tensor input after backward, with only ``wanted`` requiring grad."""
-    args = [a.detach().requires_grad_(i in wanted) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+    args = [a.detach().requires_grad_(i in wanted) if isinstance(a, torch.Tensor) and floating(a) else a
             for i, a in enumerate(subject.args(case))]
-    floating = [o for o in outputs_of(subject.call(args)) if o.is_floating_point()]
+    kept = [o for o in outputs_of(subject.call(args)) if floating(o)]
     generator = torch.Generator().manual_seed(subject.seed)  # one cotangent per output, whichever are live
-    cotangents = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in floating]
-    live = [(o, c) for o, c in zip(floating, cotangents) if o.requires_grad]
+    cotangents = [torch.randn(o.shape, generator=generator, dtype=widest(o)).to(o) for o in kept]
+    live = [(o, c) for o, c in zip(kept, cotangents) if o.requires_grad]
     if live:
         torch.autograd.backward([o for o, _ in live], [c for _, c in live])
     return {i: a.grad for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
@@ -62,12 +62,12 @@ CHECK = declared(
 positions = [i for i, a in enumerate(args) if torch.is_tensor(a) and a.requires_grad]
 
 def grads(wanted):
-    xs = [a.detach().requires_grad_(i in wanted) if torch.is_tensor(a) and a.is_floating_point() else a
+    xs = [a.detach().requires_grad_(i in wanted) if torch.is_tensor(a) and floating(a) else a
           for i, a in enumerate(args)]
     out = fn(*xs)
-    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if torch.is_tensor(o) and o.is_floating_point()]
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if torch.is_tensor(o) and floating(o)]
     generator = torch.Generator().manual_seed(seed)
-    cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outs]
+    cots = [torch.randn(o.shape, generator=generator, dtype=widest(o)).to(o) for o in outs]
     live = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
     if live:
         torch.autograd.backward([o for o, _ in live], [c for _, c in live])

@@ -6,7 +6,7 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of
+from audit.checks.tensors import compare_all, differentiable, filled, floating, grad_outputs, outputs_of
 
 ACCEPTED = ("modified by an inplace operation", "is a view and is being modified inplace",
             "has been modified inplace", "a leaf Variable that requires grad")
@@ -17,7 +17,7 @@ def run(subject, case) -> None:
     baseline = _gradients(subject, case, None)
     if baseline is None:
         return
-    tensors = sum(isinstance(a, torch.Tensor) and a.is_floating_point() for a in subject.args(case))
+    tensors = sum(isinstance(a, torch.Tensor) and floating(a) for a in subject.args(case))
     targets = [("input", i) for i in range(tensors)] + [("output", k) for k in range(len(baseline[1]))]
     for target in targets:
         got = _gradients(subject, case, target)
@@ -35,15 +35,15 @@ def run(subject, case) -> None:
 def _gradients(subject, case, target):
     """Gradients w.r.t. the leaves, after modifying ``target`` in place (None: autograd refused, fine)."""
     leaves = subject.args(case)
-    args = [a.clone() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in leaves]
-    floating = [a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    args = [a.clone() if isinstance(a, torch.Tensor) and floating(a) else a for a in leaves]
+    copies = [a for a in args if isinstance(a, torch.Tensor) and floating(a)]
     inputs = [a for a in leaves if isinstance(a, torch.Tensor) and a.requires_grad]
     outputs = differentiable(outputs_of(subject.guard(subject.target.fn, clone=False)(*args)))  # args are clones
     if not inputs or not outputs:
         return None
     try:
         if target is not None:
-            victim = floating[target[1]] if target[0] == "input" else outputs[target[1]]
+            victim = copies[target[1]] if target[0] == "input" else outputs[target[1]]
             if victim.numel() == 0:
                 return None
             with torch.no_grad():
@@ -71,14 +71,14 @@ case = fresh(args)  # the case's values: each run gets its own leaves, as in the
 def gradients(victim=None):
     leaves = fresh(case)
     diff = [a for a in leaves if torch.is_tensor(a) and a.requires_grad]
-    xs = [a.clone() if torch.is_tensor(a) and a.is_floating_point() else a for a in leaves]
-    floating = [x for x in xs if torch.is_tensor(x) and x.is_floating_point()]
+    xs = [a.clone() if torch.is_tensor(a) and floating(a) else a for a in leaves]
+    copies = [x for x in xs if torch.is_tensor(x) and floating(x)]
     outs = live(tensors_of(audited(*xs, clone=False)))  # xs are copies already
     if not diff or not outs:
         return None
     try:
         if victim is not None:
-            written = floating[victim[1]] if victim[0] == "input" else outs[victim[1]]
+            written = copies[victim[1]] if victim[0] == "input" else outs[victim[1]]
             if written.numel() == 0:
                 return None
             with torch.no_grad():
@@ -95,8 +95,8 @@ def gradients(victim=None):
 baseline = gradients()
 failed = False
 if baseline is not None:
-    floating = sum(torch.is_tensor(a) and a.is_floating_point() for a in args)
-    for victim in [("input", i) for i in range(floating)] + [("output", k) for k in range(len(baseline[1]))]:
+    count = sum(torch.is_tensor(a) and floating(a) for a in args)
+    for victim in [("input", i) for i in range(count)] + [("output", k) for k in range(len(baseline[1]))]:
         got = gradients(victim)
         if got is not None:
             failed |= differs(f"after {victim[0]} {victim[1]} was modified in place, backward silently returned "

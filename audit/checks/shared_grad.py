@@ -12,7 +12,7 @@ import torch
 
 from audit.checks.catalog import MIN_BATCH, declared
 from audit.checks.interface import NotApplicable, Violation, tolerance_values
-from audit.checks.tensors import compare_all, mismatch, outputs_of
+from audit.checks.tensors import compare_all, floating, mismatch, outputs_of, widest
 from audit.inputs.case import Case, TensorArg
 
 
@@ -71,7 +71,7 @@ def _sample(case: Case, axes: dict[int, int], b: int) -> Case:
 
 def _forward(subject, case):
     args = subject.args(case)
-    return args, [o for o in outputs_of(subject.call(args)) if o.is_floating_point()]
+    return args, [o for o in outputs_of(subject.call(args)) if floating(o)]
 
 
 def _parameters(subject) -> dict[str, torch.Tensor]:
@@ -107,7 +107,7 @@ def _output_axis(batch: torch.Tensor, sample: torch.Tensor, size: int) -> int:
 
 def _cotangents(outputs, seed: int) -> list[torch.Tensor]:
     generator = torch.Generator().manual_seed(seed)
-    return [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outputs]
+    return [torch.randn(o.shape, generator=generator, dtype=widest(o)).to(o) for o in outputs]
 
 
 CHECK = declared(
@@ -117,7 +117,7 @@ CHECK = declared(
 def run(xs):  # floating outputs and, for cotangents cut from the batch's, gradients by input position
     xs = [x.detach().requires_grad_(x.requires_grad) if torch.is_tensor(x) else x for x in xs]
     out = fn(*xs)
-    return xs, [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.is_floating_point()]
+    return xs, [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and floating(o)]
 def gradients(xs, outs, cots):
     diff = {i: x for i, x in enumerate(xs) if torch.is_tensor(x) and x.requires_grad}
     if isinstance(fn, torch.nn.Module):  # a module's parameters are shared across the batch too
@@ -137,7 +137,7 @@ for b, (_, one) in enumerate(samples):  # outputs: each sample alone gives its s
     failed |= differs(f"sample {b} of {size}: output", [o.detach() for o in one],
                       [o.detach().narrow(ax, b, 1) for o, ax in zip(outs, out_axes)])
 generator = torch.Generator().manual_seed(seed)
-cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outs]
+cots = [torch.randn(o.shape, generator=generator, dtype=widest(o)).to(o) for o in outs]
 whole = gradients(xs, outs, cots)
 per_sample = [gradients(x, one, [c.narrow(ax, b, 1) for c, ax in zip(cots, out_axes)])
               for b, (x, one) in enumerate(samples)]

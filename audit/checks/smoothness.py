@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from audit.checks.jacobian import _EPS, _analytic, _numeric, _unravel, gradcheck_tolerance
+from audit.checks.jacobian import _EPS, _analytic, _numeric, _unravel, gradcheck_tolerance, realified
+from audit.contract import real_counterpart
 
 #: At most this many mismatching Jacobian columns are probed; past it the failure stands.
 MAX_PROBES = 64
@@ -150,6 +151,7 @@ def excused(subject, check: str, case, fn, inputs, eps: float, columns=None) -> 
     if not _budget_left(subject):
         return False
     atol, rtol = gradcheck_tolerance(subject)
+    fn, inputs, columns = _real_view(fn, inputs, columns)
     if columns is None:
         kink = _timed(subject, lambda: probe_jacobian(fn, inputs, eps, atol, rtol))
     else:
@@ -165,12 +167,23 @@ def excused_anywhere(subject, check: str, case, fn, inputs, *, values: bool = Fa
     if not _budget_left(subject):
         return False
     kinds = ("jump",) if values else ("kink", "jump", "edge")
-    leaves = [x.detach() for x in inputs]
-    kink = _timed(subject, lambda: singular_point(fn, leaves, _EPS[subject.dtype], *gradcheck_tolerance(subject),
-                                                  kinds=kinds))
+    fn, leaves, _ = _real_view(fn, [x.detach() for x in inputs], None)
+    eps = _EPS[real_counterpart(subject.dtype)]
+    kink = _timed(subject, lambda: singular_point(fn, leaves, eps, *gradcheck_tolerance(subject), kinds=kinds))
     if kink is not None:
         note(subject, check, case, kink)
     return kink is not None
+
+
+def _real_view(fn, inputs, columns):
+    """``fn`` and ``inputs`` as real ones (:func:`~audit.checks.jacobian.realified`: a complex element is probed
+    along its real and its imaginary part), and the failing ``columns`` renumbered to match."""
+    real_fn, real_inputs = realified(fn, inputs)
+    if columns is not None:
+        columns = [(i, 2 * c + part) if inputs[i].is_complex() else (i, c)
+                   for i, c in columns for part in ((0, 1) if inputs[i].is_complex() else (0,))]
+        columns = list(dict.fromkeys(columns))
+    return real_fn, real_inputs, columns
 
 
 def note(subject, check: str, case, kink: Kink) -> None:

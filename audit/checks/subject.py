@@ -9,6 +9,8 @@ from typing import Callable
 import numpy as np
 import torch
 
+from audit.contract import real_counterpart
+from audit.checks.tensors import floating
 from audit.engine import randomness
 from audit.engine.options import RunOptions
 from audit.engine.target import Target
@@ -108,16 +110,19 @@ class Subject:
     def tolerance(self, dtype: str | None = None, *, tight: bool = False) -> Tolerance:
         """The entry's tolerance for ``dtype``, else torch.testing's (tight float64 on request)."""
         dtype = dtype or self.dtype
-        default = TIGHT_FLOAT64 if tight and dtype == "float64" else DEFAULT_TOLERANCE[dtype]
+        real = real_counterpart(dtype)  # complex compares as its parts' dtype (torch.testing does too)
+        default = TIGHT_FLOAT64 if tight and real == "float64" else DEFAULT_TOLERANCE[real]
         return self.entry.tolerance_for(dtype, default)
 
 
 def _tensor(arg: TensorArg, dtype: str, device: str, layout: str = "contiguous") -> torch.Tensor:
     values = torch.from_numpy(np.array(arg.values, order="C"))  # keeps 0-d arrays 0-d
     tensor = laid_out(values.shape, getattr(torch, arg.dtype or dtype), device, layout)
+    if values.is_complex() and not tensor.is_complex():  # a real cell of an entry that also claims complex
+        values = values.real
     with torch.no_grad():
         tensor.copy_(values)
-    return tensor.requires_grad_(arg.requires_grad and tensor.is_floating_point())
+    return tensor.requires_grad_(arg.requires_grad and floating(tensor))
 
 
 def laid_out(shape, dtype, device, layout: str) -> torch.Tensor:

@@ -22,15 +22,31 @@ def detached(args) -> list:
     return [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
 
 
+def floating(tensor: torch.Tensor) -> bool:
+    """Whether autograd differentiates ``tensor``'s dtype: real floating or complex."""
+    return tensor.is_floating_point() or tensor.is_complex()
+
+
+def widest(tensor: torch.Tensor) -> torch.dtype:
+    """The dtype to compare ``tensor`` in: complex128 for a complex one, else float64."""
+    return torch.complex128 if tensor.is_complex() else torch.float64
+
+
+def wide(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` in float64, or in complex128 if complex: where comparisons are made."""
+    return tensor.to(widest(tensor))
+
+
 def differentiable(tensors) -> list[torch.Tensor]:
-    """The floating tensors that take part in autograd."""
-    return [t for t in tensors if t.is_floating_point() and t.requires_grad]
+    """The floating (or complex) tensors that take part in autograd."""
+    return [t for t in tensors if floating(t) and t.requires_grad]
 
 
 def grad_outputs(outputs, seed: int) -> list[torch.Tensor]:
-    """Deterministic random cotangents, one per output, in each output's dtype and device."""
+    """Deterministic random cotangents, one per output, in each output's dtype and device: drawn in float64,
+    in complex128 for a complex output (a real cotangent would leave its imaginary part unexamined)."""
     generator = torch.Generator().manual_seed(seed)
-    return [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype).to(o.device)
+    return [torch.randn(o.shape, generator=generator, dtype=widest(o)).to(o.dtype).to(o.device)
             for o in outputs]
 
 
@@ -67,7 +83,8 @@ def mismatch(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance, magnitud
         return f"shape {list(got.shape)} != expected {list(expected.shape)}"
     if got.numel() == 0:
         return None
-    got64, exp64 = got.detach().double().cpu(), expected.detach().double().cpu()
+    wide = torch.complex128 if got.is_complex() or expected.is_complex() else torch.float64
+    got64, exp64 = got.detach().to(wide).cpu(), expected.detach().to(wide).cpu()  # complex: |difference| is the modulus
     nan_mismatch = torch.isnan(got64) != torch.isnan(exp64)
     if nan_mismatch.any():
         return _nan_mismatch(got64, exp64, nan_mismatch, got.shape)

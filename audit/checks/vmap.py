@@ -7,8 +7,9 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks import numerical, smoothness
+from audit.checks.jacobian import realified
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.tensors import compare_all, detached, grad_outputs, mismatch, outputs_of
+from audit.checks.tensors import compare_all, detached, floating, grad_outputs, mismatch, outputs_of
 from audit.checks.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit, is_setup_context_refusal
 from audit.inputs.variants import rearranged
 
@@ -59,7 +60,7 @@ def _vjps(subject, samples, stacked, in_dims) -> None:
     picked, expected, cotangents = None, [], []
     for k, sample in enumerate(samples):
         outputs = outputs_of(fn(*sample))
-        picked = [i for i, o in enumerate(outputs) if o.is_floating_point() and o.requires_grad]
+        picked = [i for i, o in enumerate(outputs) if floating(o) and o.requires_grad]
         if not picked:
             return
         chosen = [outputs[i] for i in picked]
@@ -91,11 +92,11 @@ def _vjps(subject, samples, stacked, in_dims) -> None:
 def _jacobians(subject, sample, case) -> None:
     """jacrev, and jacfwd when forward-mode AD is claimed, against central differences on one sample."""
     wrt = [i for i, a in enumerate(sample) if isinstance(a, torch.Tensor) and a.requires_grad]
-    if not wrt or not numerical.supported(sample[wrt[0]].dtype):
+    if not wrt or not numerical.supported(sample[wrt[0]].dtype.to_real()):
         return
     base = [a.detach() if isinstance(a, torch.Tensor) else a for a in sample]
     outputs = outputs_of(subject.target.fn(*sample))
-    picked = [i for i, o in enumerate(outputs) if o.is_floating_point() and o.requires_grad]
+    picked = [i for i, o in enumerate(outputs) if floating(o) and o.requires_grad]
     if not picked:
         return
 
@@ -106,7 +107,13 @@ def _jacobians(subject, sample, case) -> None:
         found = outputs_of(subject.target.fn(*args))
         return tuple(found[i] for i in picked)
 
-    inputs = [base[i] for i in wrt]
+    # complex inputs and outputs as real views: jacrev and jacfwd take real functions only
+    real_fn, inputs = realified(f, [base[i] for i in wrt])
+    viewed = "" if real_fn is f else REAL_VIEWS
+    f = lambda *xs: tuple(outputs_of(real_fn(*xs)))
+    with torch.no_grad():
+        outputs = f(*inputs)
+    picked = range(len(outputs))
     numeric = numerical.jacobian(f, inputs)
     argnums = tuple(range(len(inputs)))
     modes = [("jacrev", torch.func.jacrev)] + ([("jacfwd", torch.func.jacfwd)] if subject.entry.supports.forward_ad else [])
@@ -114,10 +121,14 @@ def _jacobians(subject, sample, case) -> None:
         jac = _transform(subject, label, lambda: transform(f, argnums=argnums)(*inputs))
         try:
             _compare_jacobian(subject, label, jac, numeric, [outputs[i] for i in picked], inputs)
-        except Violation:
+        except Violation as exc:
             if smoothness.excused_anywhere(subject, f"vmap ({label} against finite differences)", case, f, inputs):
                 return
-            raise
+            raise Violation(f"{exc}{viewed}") from None
+
+
+#: How a complex tensor's elements are numbered when differenced as a real view.
+REAL_VIEWS = " (complex tensors as real views: flat index 2k is element k's real part, 2k + 1 its imaginary part)"
 
 
 def _compare_jacobian(subject, label, jac, numeric, outputs, inputs) -> None:
@@ -211,7 +222,7 @@ wrt = [i for i, a in enumerate(samples[0]) if torch.is_tensor(a) and a.requires_
 sample_grads, sample_cts, picked = [], [], []
 for k, s in enumerate(samples if wrt else []):
     outs = tensors_of(_target(*s))
-    picked = [j for j, o in enumerate(outs) if o.is_floating_point() and o.requires_grad]
+    picked = [j for j, o in enumerate(outs) if floating(o) and o.requires_grad]
     if not picked:
         break
     chosen = [outs[j] for j in picked]
@@ -243,16 +254,19 @@ if picked:
 steps = {torch.float64: (1e-6, 1e-5, 1e-3), torch.float32: (1e-3, 1e-2, 1e-2)}
 base = plain(samples[0])
 outs = tensors_of(_target(*samples[0]))
-picked = [j for j, o in enumerate(outs) if o.is_floating_point() and o.requires_grad]
-if wrt and picked and base[wrt[0]].dtype in steps:
+picked = [j for j, o in enumerate(outs) if floating(o) and o.requires_grad]
+flags = [base[i].is_complex() for i in wrt]  # complex as real views: jacrev and jacfwd take real functions only
+if wrt and picked and base[wrt[0]].dtype.to_real() in steps:
     def f(*ws):
         xs = list(base)
-        for i, w in zip(wrt, ws):
-            xs[i] = w
+        for i, w, c in zip(wrt, ws, flags):
+            xs[i] = torch.view_as_complex(w) if c else w
         found = tensors_of(_target(*xs))
-        return tuple(found[j] for j in picked)
+        return tuple(torch.view_as_real(found[j].resolve_conj()) if found[j].is_complex() else found[j] for j in picked)
 
-    inputs = [base[i] for i in wrt]
+    inputs = [torch.view_as_real(base[i]).clone() if c else base[i] for i, c in zip(wrt, flags)]
+    outs = list(f(*inputs))
+    picked = range(len(outs))
     eps, jac_atol, jac_rtol = steps[inputs[0].dtype]
     numeric = {}
     with torch.no_grad():

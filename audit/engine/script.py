@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
+from audit.contract import COMPLEX_DTYPES
 from audit.inputs.case import Case, TensorArg
 from audit.registry.model import Entry
 
@@ -18,6 +21,21 @@ import sys
 
 sys.path.insert(0, {base!r})
 import torch
+
+
+def floating(x):
+    """Whether autograd differentiates x's dtype: real floating or complex."""
+    return x.is_floating_point() or x.is_complex()
+
+
+def widest(x):
+    """The dtype x is compared in (and its cotangents drawn in): complex128 if complex, else float64."""
+    return torch.complex128 if x.is_complex() else torch.float64
+
+
+def wide(x):
+    """x in its comparison dtype (complex128 or float64)."""
+    return x.to(widest(x))
 '''
 
 
@@ -28,7 +46,7 @@ CLOSE = '''
 def close(got, expected, atol=atol, rtol=rtol, scale=scale, magnitude=0.0):
     """|got - expected| <= atol + scale * max(max|expected|, magnitude) + rtol * |expected| everywhere, as the
     audit compares (magnitude: the largest value the float64 computation passes through, where measured)."""
-    got, expected = got.detach().double().cpu(), expected.detach().double().cpu()
+    got, expected = wide(got.detach()).cpu(), wide(expected.detach()).cpu()
     if got.shape != expected.shape:
         return False
     if scale and expected.numel():
@@ -66,14 +84,14 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     if case.layouts:
         lines.append(LAYOUT_HELPER)
     lines.append("args = [")
-    lines += _rendered(case)
+    lines += _rendered(case, dtype)
     lines.append("]")
     if case.in_dims:
         lines.append(f"in_dims = {list(case.in_dims)!r}  # vmap batch position per argument (None: unbatched)")
     if entry.batch:
         axes = {i: spec.shape.index(entry.batch) for i, spec in entry.tensor_inputs if entry.batch in spec.shape}
         lines.append(f"batch_axes = {axes!r}  # argument -> the axis of the batch dim {entry.batch}")
-    lines += _case_lines(cases)
+    lines += _case_lines(cases, dtype)
     if any(f"{name}(" in body for name in HELPERS):
         lines.append(GRADS_HELPER)
     if "largest(" in body:
@@ -82,9 +100,9 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     return "\n".join(lines) + "\n"
 
 
-def _rendered(case: Case, indent: str = "    ") -> list[str]:
-    """One line per argument of ``case``: its exact values, dtype, shape and memory layout."""
-    return [f"{indent}{_laid_out(_arg(a), case.layout(i))}," for i, a in enumerate(case.args)]
+def _rendered(case: Case, dtype: str, indent: str = "    ") -> list[str]:
+    """One line per argument of ``case`` in a ``dtype`` cell: its exact values, dtype, shape and memory layout."""
+    return [f"{indent}{_laid_out(_arg(a, dtype), case.layout(i))}," for i, a in enumerate(case.args)]
 
 
 def _is_cases(value) -> bool:
@@ -92,16 +110,16 @@ def _is_cases(value) -> bool:
     return isinstance(value, Case) or (isinstance(value, list) and bool(value) and all(isinstance(v, Case) for v in value))
 
 
-def _case_lines(cases: dict) -> list[str]:
+def _case_lines(cases: dict, dtype: str) -> list[str]:
     """A ``script_values`` :class:`Case` as its argument list, a list of cases as a list of argument lists."""
     lines = []
     for name, value in cases.items():
         if isinstance(value, Case):
-            lines += [f"{name} = [", *_rendered(value), "]"]
+            lines += [f"{name} = [", *_rendered(value, dtype), "]"]
             continue
         lines.append(f"{name} = [")
         for item in value:
-            lines += ["    [", *_rendered(item, "        "), "    ],"]
+            lines += ["    [", *_rendered(item, dtype, "        "), "    ],"]
         lines.append("]")
     return lines
 
@@ -141,13 +159,14 @@ def tensors_of(out):
 
 def live(outs):
     """The floating outputs that take part in autograd."""
-    return [o for o in outs if o.is_floating_point() and o.requires_grad]
+    return [o for o in outs if floating(o) and o.requires_grad]
 
 
 def cotangents(outs, seed=seed):
-    """One cotangent per output, drawn as the audit draws them: from ``seed`` (the cell's), in float64."""
+    """One cotangent per output, drawn as the audit draws them: from ``seed`` (the cell's), in float64 (complex128
+    for a complex output)."""
     generator = torch.Generator().manual_seed(seed)
-    return [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outs]
+    return [torch.randn(o.shape, generator=generator, dtype=widest(o)).to(o) for o in outs]
 
 
 def filled(found, xs):
@@ -174,7 +193,7 @@ def fresh(xs):
 def grads(f, xs, layout=None):
     """Floating outputs of f(*xs) and the gradients of <outputs, cotangents drawn from the cell's seed> for
     the inputs that require grad (zeros where unused); ``layout`` lays the cotangents out as the audit did."""
-    outs = [o for o in tensors_of(f(*xs)) if o.is_floating_point()]
+    outs = [o for o in tensors_of(f(*xs)) if floating(o)]
     live_outs = live(outs)  # one cotangent per differentiable output, in order
     cots = cotangents(live_outs)
     if layout in ("expanded", "expanded values"):  # stride 0, or the same values dense
@@ -195,7 +214,7 @@ def differs(label, got, expected, atol=atol, rtol=rtol, magnitude=0.0):
     bad = False
     for i, (g, e) in enumerate(zip(got, expected)):
         if not close(g, e, atol, rtol, magnitude=magnitude):
-            what = (f"max |difference| {(g.double() - e.double()).abs().max().item()}" if g.shape == e.shape
+            what = (f"max |difference| {(wide(g) - wide(e)).abs().max().item()}" if g.shape == e.shape
                     else f"shape {list(g.shape)}, expected {list(e.shape)}")
             print(f"{label} {i}: {what} (got {g.dtype}, expected {e.dtype})")
             bad = True
@@ -247,7 +266,7 @@ def build():
 def batch(make_batch, size, batch_seed):
     """make_batch(size, seed), floating tensors in the cell's dtype, all on its device."""
     inputs, targets = make_batch(size, batch_seed)
-    cast = lambda x: (x.to(device=device, dtype=dtype) if x.is_floating_point() else x.to(device)) if torch.is_tensor(x) else x
+    cast = lambda x: (x.to(device=device, dtype=dtype) if floating(x) else x.to(device)) if torch.is_tensor(x) else x
     return tuple(cast(x) for x in inputs), cast(targets)
 
 
@@ -271,7 +290,7 @@ def differ(label, got, expected, atol=atol, rtol=rtol):
     for name, e in expected.items():
         g = got[name]
         if not close(g, e, atol, rtol):
-            error = (g.double() - e.double()).abs().max().item() if g.shape == e.shape else "shape"
+            error = (wide(g) - wide(e)).abs().max().item() if g.shape == e.shape else "shape"
             print(f"{{label}} of {{name!r}}: max |difference| {{error}}")
             bad = True
     return bad
@@ -319,11 +338,17 @@ def _target_line(name: str, target: str, kind: str) -> str:
     return f"import {module}\n{name} = {module}.{qualname}{suffix}"
 
 
-def _arg(arg) -> str:
+def _arg(arg, cell_dtype: str) -> str:
     if not isinstance(arg, TensorArg):
         return repr(arg.value)
     dtype = f"torch.{arg.dtype}" if arg.dtype else "dtype"
-    values = repr(arg.values.reshape(-1).tolist())
+    flat = arg.values.reshape(-1)
     grad = ".requires_grad_()" if arg.requires_grad else ""
-    return (f"torch.tensor({values}, dtype={dtype}, device=device)"
-            f".reshape({list(arg.values.shape)!r}){grad}")
+    shape = f".reshape({list(arg.values.shape)!r}){grad}"
+    if not np.iscomplexobj(flat):
+        return f"torch.tensor({flat.tolist()!r}, dtype={dtype}, device=device){shape}"
+    if (arg.dtype or cell_dtype) not in COMPLEX_DTYPES:  # a real cell of an entry that also claims complex
+        return f"torch.tensor({flat.real.tolist()!r}, dtype={dtype}, device=device){shape}"
+    # real and imaginary parts as float64 lists: exact, signed zeros included (a branch cut tells them apart)
+    return (f"torch.complex(torch.tensor({flat.real.tolist()!r}, dtype=torch.float64), "
+            f"torch.tensor({flat.imag.tolist()!r}, dtype=torch.float64)).to(dtype={dtype}, device=device){shape}")

@@ -9,16 +9,22 @@ import numpy as np
 
 @dataclass(frozen=True)
 class TensorArg:
-    """A tensor argument's values (float64 or int64), before dtype, device and layout are applied."""
+    """A tensor argument's values (float64, int64, or complex128 for an input drawn complex: see
+    ``TensorSpec.is_complex``), before dtype, device and layout are applied."""
 
     values: np.ndarray
     requires_grad: bool
     dtype: str | None = None
 
     def to_json(self) -> dict:
-        """Shape, pinned dtype and values, exactly (floats keep every bit through repr)."""
-        return {"shape": list(self.values.shape), "dtype": self.dtype, "requires_grad": self.requires_grad,
-                "values": self.values.reshape(-1).tolist()}
+        """Shape, pinned dtype and values, exactly (floats keep every bit through repr); complex values as
+        their real parts in ``values`` and their imaginary parts in ``imag``."""
+        flat = self.values.reshape(-1)
+        data = {"shape": list(self.values.shape), "dtype": self.dtype, "requires_grad": self.requires_grad,
+                "values": flat.real.tolist()}
+        if np.iscomplexobj(flat):
+            data["imag"] = flat.imag.tolist()
+        return data
 
 
 @dataclass(frozen=True)
@@ -78,4 +84,6 @@ def _arg(data: dict):
         return ValueArg(data["value"])
     kind = np.int64 if data["dtype"] and not data["dtype"].startswith(("float", "bfloat", "complex")) else np.float64
     values = np.asarray(data["values"], dtype=kind).reshape(data["shape"])
+    if "imag" in data:
+        values = values + 1j * np.asarray(data["imag"], dtype=np.float64).reshape(data["shape"])
     return TensorArg(values=values, requires_grad=data["requires_grad"], dtype=data["dtype"])

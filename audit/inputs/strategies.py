@@ -46,7 +46,7 @@ def _case(draw, entry: Entry, empty: bool, layouts: bool | str = False, batched:
     zeroable = [name for name in entry.symbols if entry.dim_range(name)[0] == 0]
     if empty and zeroable:
         sizes[draw(st.sampled_from(zeroable))] = 0
-    args = tuple(_arg(draw, spec, sizes) for spec in entry.inputs)
+    args = tuple(_arg(draw, spec, sizes, entry.supports.dtypes) for spec in entry.inputs)
     first = ("contiguous",) if layouts == "mixed" else ()
     drawn = tuple(draw(st.sampled_from(first + layouts_for(a.values.ndim))) if isinstance(a, TensorArg) else None
                   for a in args) if layouts else ()
@@ -74,13 +74,15 @@ def _in_dims(draw, args) -> tuple:
     return tuple(positions)
 
 
-def _arg(draw, spec, sizes: dict):
+def _arg(draw, spec, sizes: dict, dtypes: tuple[str, ...]):
     if not isinstance(spec, TensorSpec):
         return ValueArg(spec.value)
     shape = tuple(sizes[s] if isinstance(s, str) else s for s in spec.shape)
     integral = spec.dtype is not None and spec.dtype not in FLOAT_DTYPES
     dtype = np.int64 if integral else np.float64
     values = draw(hnp.arrays(dtype, shape, elements=elements(spec, integral)))
+    if not integral and spec.is_complex(dtypes):  # the imaginary parts, drawn like the real ones
+        values = values + 1j * draw(hnp.arrays(dtype, shape, elements=elements(spec)))
     return TensorArg(values=values, requires_grad=spec.differentiable, dtype=spec.dtype)
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from audit.contract import COMPLEX_DTYPES, DTYPE_ORDER, REAL_PART
+
 DEFAULT_DOMAIN = (-1.0, 1.0)
 DEFAULT_DIM_RANGE = (1, 4)
 DEFAULT_DTYPES = ("float64", "float32")
 DEFAULT_DEVICES = ("cpu",)
-FLOAT_DTYPES = ("float64", "float32", "float16", "bfloat16")
+#: The dtypes autograd differentiates: real floating and complex (an input pinned to another is not).
+FLOAT_DTYPES = DTYPE_ORDER
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,10 @@ class TensorSpec:
     def differentiable(self) -> bool:
         """Whether the audit asks for a gradient with respect to this input."""
         return self.requires_grad and (self.dtype is None or self.dtype in FLOAT_DTYPES)
+
+    def is_complex(self, cell_dtypes) -> bool:
+        """Whether this input is drawn complex: pinned complex, or unpinned in an entry claiming complex dtypes."""
+        return self.dtype in COMPLEX_DTYPES if self.dtype else any(d in COMPLEX_DTYPES for d in cell_dtypes)
 
 
 @dataclass(frozen=True)
@@ -186,9 +193,11 @@ class Entry:
         return fixed_zero or any(self.dim_range(s)[0] == 0 for s in self.symbols)
 
     def tolerance_for(self, dtype: str, default: Tolerance) -> Tolerance:
-        """The comparison in ``dtype``: a check's ``default`` with the keys the entry's ``tolerance`` gives."""
-        own = dict(self.tolerance).get(dtype)
-        return own.over(default) if own else default
+        """The comparison in ``dtype``: a check's ``default`` with the keys the entry's ``tolerance`` gives; a
+        complex dtype without its own takes its real counterpart's (complex64: float32's), as torch.testing does."""
+        own = dict(self.tolerance)
+        override = own.get(dtype) or own.get(REAL_PART.get(dtype, dtype))
+        return override.over(default) if override else default
 
 
 @dataclass(frozen=True)
