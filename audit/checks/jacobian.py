@@ -33,6 +33,7 @@ def wrap(subject, args):
 def gradcheck_options(subject, inputs) -> dict:
     """eps and tolerances for the dtype; fast mode with atol scaled by size on large inputs.
 
+    With a sparse input, gradcheck runs ``masked``: unspecified elements are neither perturbed nor compared.
     Fast mode compares one random projection vᵀJu, a sum over n terms, and scales atol by
     sum(u)·sum(v) (about 0.75·n): one wrong element then moves vᵀJu by about 1/n of its error,
     far inside the default tolerances. Dividing atol and rtol by n restores the power to catch it.
@@ -41,8 +42,11 @@ def gradcheck_options(subject, inputs) -> dict:
     size = sum(x.numel() for x in inputs)
     fast = size > SLOW_MODE_LIMIT
     scale = size if fast else 1
-    return {"eps": _EPS[subject.dtype], "atol": atol / scale, "rtol": rtol / scale,
-            "fast_mode": fast, "check_undefined_grad": False}
+    options = {"eps": _EPS[subject.dtype], "atol": atol / scale, "rtol": rtol / scale,
+               "fast_mode": fast, "check_undefined_grad": False}
+    if any(x.layout != torch.strided for x in inputs):  # only the specified elements of a sparse input count
+        options["masked"] = True
+    return options
 
 
 def gradcheck_values(subject, case) -> dict:
@@ -60,6 +64,8 @@ def explain_gradcheck_failure(fn, inputs, exc: Exception, options: dict) -> str:
     """The largest analytic-vs-numeric difference and where it is, with torch's own first line where it
     says more than that; torch's line alone when nothing is located."""
     said = torch_sentence(exc)
+    if any(x.layout != torch.strided for x in inputs):  # torch's masked comparison: located in its own words
+        return f"torch.autograd.gradcheck (masked: unspecified elements of sparse inputs ignored): {said}"
     try:
         located = _locate(fn, inputs, options["eps"], options["atol"], options["rtol"])
     except Exception:  # the diagnosis is a courtesy; torch's message still stands

@@ -48,6 +48,9 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
         return "\n".join(lines + [body]) + "\n"
     if case.layouts:
         lines.append(LAYOUT_HELPER)
+    if _has_sparse([case, *cases.values()]):
+        lines.append(_sparse_helper())
+        lines.append("ref = ref and through_dense(ref)  # a sparse input reaches the reference dense, as in the audit")
     lines.append("args = [")
     lines += _rendered(case)
     lines.append("]")
@@ -61,6 +64,22 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
         lines.append(GRADS_HELPER)
     lines.append(body)
     return "\n".join(lines) + "\n"
+
+
+def _has_sparse(cases: list) -> bool:
+    """Whether a sparse tensor is among the arguments of ``cases`` (cases, or lists of cases)."""
+    flat = [c for item in cases for c in (item if isinstance(item, list) else [item])]
+    return any(isinstance(a, TensorArg) and a.sparse_layout for c in flat for a in c.args)
+
+
+def _sparse_helper() -> str:
+    """The functions the audit builds sparse inputs and judges their gradients with, as source: the script
+    rebuilds and judges them exactly."""
+    import inspect
+
+    from audit.inputs.sparse import SCRIPT_FUNCTIONS
+
+    return "\n\n".join(inspect.getsource(f) for f in SCRIPT_FUNCTIONS)
 
 
 def _rendered(case: Case, indent: str = "    ") -> list[str]:
@@ -282,5 +301,9 @@ def _arg(arg) -> str:
     dtype = f"torch.{arg.dtype}" if arg.dtype else "dtype"
     values = repr(arg.values.reshape(-1).tolist())
     grad = ".requires_grad_()" if arg.requires_grad else ""
-    return (f"torch.tensor({values}, dtype={dtype}, device=device)"
-            f".reshape({list(arg.values.shape)!r}){grad}")
+    shape = list(arg.values.shape)
+    dense = f"torch.tensor({values}, dtype={dtype}, device=device).reshape({shape!r})"
+    if arg.sparse_layout:  # the values everywhere, and which of them the sparse tensor holds
+        pattern = f"torch.tensor({arg.pattern.reshape(-1).tolist()!r}, dtype=torch.bool, device=device).reshape({shape!r})"
+        return f"sparse_from({dense}, {pattern}, {arg.sparse_layout!r}){grad}"
+    return f"{dense}{grad}"

@@ -81,7 +81,30 @@ def _arg(draw, spec, sizes: dict):
     integral = spec.dtype is not None and spec.dtype not in FLOAT_DTYPES
     dtype = np.int64 if integral else np.float64
     values = draw(hnp.arrays(dtype, shape, elements=elements(spec, integral)))
-    return TensorArg(values=values, requires_grad=spec.differentiable, dtype=spec.dtype)
+    if not spec.sparse_layout:
+        return TensorArg(values=values, requires_grad=spec.differentiable, dtype=spec.dtype)
+    return TensorArg(values=values, requires_grad=spec.differentiable, dtype=spec.dtype,
+                     sparse_layout=spec.sparse_layout, pattern=draw(patterns(shape, spec.density)))
+
+
+#: A pattern's elements are drawn as ticks in [0, PATTERN_TICKS); one is specified when its tick falls below
+#: ``density * PATTERN_TICKS`` (so a density is honoured to 0.1%; shrinking moves ticks to 0: specified).
+PATTERN_TICKS = 1000
+
+
+def patterns(shape: tuple, density: float) -> st.SearchStrategy[np.ndarray]:
+    """Which elements of a sparse input are specified: each with chance ``density``, drawn element by element
+    (no fill value, so the chance holds everywhere), and at least one in a non-empty tensor (a sparse tensor with
+    no element says nothing about its gradient)."""
+    ticks = hnp.arrays(np.int64, shape, elements=st.integers(0, PATTERN_TICKS - 1), fill=st.nothing())
+    return ticks.map(lambda t: _at_least_one(t < density * PATTERN_TICKS, t))
+
+
+def _at_least_one(pattern: np.ndarray, ticks: np.ndarray) -> np.ndarray:
+    """``pattern``, with the element of the smallest tick specified when none is."""
+    if pattern.size and not pattern.any():
+        pattern.reshape(-1)[int(ticks.reshape(-1).argmin())] = True
+    return pattern
 
 
 def elements(spec: TensorSpec, integral: bool = False) -> st.SearchStrategy:
