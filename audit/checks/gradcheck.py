@@ -10,7 +10,7 @@ from audit.checks.interface import Violation
 from audit.checks import smoothness
 from audit.checks.jacobian import explain_gradcheck_failure, gradcheck_options, gradcheck_values, wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, outputs_of, vjp
+from audit.checks.tensors import compare_all, dense, outputs_of, vjp
 from audit.inputs.sparse import sparse_gradient_problem
 
 
@@ -93,6 +93,7 @@ def _against_reference(subject, case, fn, inputs, eps: float) -> None:
 
 def _differing(got: torch.Tensor, expected: torch.Tensor, tol) -> list[int]:
     """Flat indices where ``got`` is not close to ``expected``."""
+    got, expected = dense(got), dense(expected)  # a sparse gradient: its values, zeros where unspecified
     close = torch.isclose(got.detach().double().cpu(), expected.detach().double().cpu(), rtol=tol.rtol,
                           atol=tol.atol, equal_nan=True)
     return torch.nonzero(~close.reshape(-1)).reshape(-1).tolist()

@@ -170,6 +170,7 @@ def differs(label, got, expected, atol=atol, rtol=rtol):
         return True
     bad = False
     for i, (g, e) in enumerate(zip(got, expected)):
+        g, e = [t.to_dense() if t.layout != torch.strided else t for t in (g, e)]  # sparse: its values, zeros elsewhere
         if g.shape != e.shape or not torch.allclose(g.double(), e.double(), atol=atol, rtol=rtol, equal_nan=True):
             what = (f"max |difference| {(g.double() - e.double()).abs().max().item()}" if g.shape == e.shape
                     else f"shape {list(g.shape)}, expected {list(e.shape)}")
