@@ -108,9 +108,15 @@ def test_a_replay_script_rebuilds_the_sparse_input_exactly(tmp_path):
     assert audited.values().tolist() == [0.5, 0.0, 0.125, -1.0]  # an explicit zero stays specified
 
 
-@seed(0)
-@settings(max_examples=20, database=None, deadline=None)
-@given(patterns((6, 5), 0.3), patterns((3, 1), 0.01))
-def test_patterns_keep_the_density_and_never_specify_nothing(wide, narrow):
-    assert wide.dtype == bool and wide.shape == (6, 5) and 2 <= wide.sum() <= 20  # about 9 of 30
-    assert narrow.sum() >= 1
+def test_patterns_keep_the_density_and_never_specify_nothing():
+    drawn = []
+
+    @seed(0)
+    @settings(max_examples=20, database=None, deadline=None)
+    @given(patterns((6, 5), 0.3), patterns((3, 1), 0.01))
+    def draw(wide, narrow):
+        assert wide.dtype == bool and wide.shape == (6, 5) and narrow.sum() >= 1
+        drawn.append(wide.mean())
+
+    draw()
+    assert 0.2 < np.mean(drawn) < 0.4, drawn  # each element specified with chance 0.3
