@@ -9,7 +9,7 @@ from audit.checks import smoothness
 from audit.checks.interface import Violation
 from audit.checks.jacobian import wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, outputs_of
+from audit.checks.tensors import compare_all, dense, outputs_of
 
 
 def run(subject, case) -> None:
@@ -35,7 +35,7 @@ def run(subject, case) -> None:
 def _finite(outputs, args) -> None:
     if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
         return  # reductions over nothing may be infinite by definition (logsumexp of [] is -inf)
-    for i, out in enumerate(outputs):
+    for i, out in enumerate(dense(o) for o in outputs):  # a sparse output: its values, zeros elsewhere
         if out.is_floating_point() and not torch.isfinite(out).all():
             index = tuple(int(k) for k in (~torch.isfinite(out)).nonzero()[0])
             raise Violation(f"output {i} is not finite at index {index} ({out[index].item()}) "
@@ -57,6 +57,7 @@ if ref is not None:  # against the reference, computed in float64
     failed = differs("output", outs, [e.to(o.dtype) for o, e in zip(outs, exps)])
 elif not any(torch.is_tensor(a) and a.numel() == 0 for a in args):  # finite inputs, finite outputs
     for i, o in enumerate(outs):
+        o = o.to_dense() if o.layout != torch.strided else o  # a sparse output: its values, zeros elsewhere
         if o.is_floating_point() and not torch.isfinite(o).all():
             print(f"output {i} is not finite:", o)
             failed = True

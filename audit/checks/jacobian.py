@@ -7,7 +7,7 @@ import re
 import torch
 
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import outputs_of
+from audit.checks.tensors import dense, outputs_of
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
 SLOW_MODE_LIMIT = 1024
@@ -17,14 +17,15 @@ _TOL = {"float64": (1e-5, 1e-3), "float32": (1e-2, 1e-2), "bfloat16": (1e-1, 1e-
 
 
 def wrap(subject, args):
-    """The target as a function of its grad-requiring tensors only, returning floating outputs."""
+    """The target as a function of its grad-requiring tensors only, returning floating outputs (dense)."""
     positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
 
     def fn(*inputs):
         full = list(args)
         for i, x in zip(positions, inputs):
             full[i] = x
-        outputs = [o for o in outputs_of(subject.call(full)) if o.is_floating_point()]
+        # a sparse output made dense (masked: its gradient stays on its pattern), as torch's gradcheck asks
+        outputs = [dense(o) for o in outputs_of(subject.call(full)) if o.is_floating_point()]
         return tuple(outputs) if len(outputs) != 1 else outputs[0]
 
     return fn

@@ -12,7 +12,8 @@ import torch
 def sparse_from(values, pattern, layout):
     """The elements of ``values`` where ``pattern`` is True (explicit zeros included), as a coalesced sparse
     tensor of ``layout`` (sparse_coo or sparse_csr), specified in row-major order."""
-    coo = torch.sparse_coo_tensor(pattern.nonzero().t(), values[pattern], values.shape, is_coalesced=True)
+    coo = torch.sparse_coo_tensor(pattern.nonzero().t(), values[pattern], values.shape, is_coalesced=True,
+                                  check_invariants=True)
     return coo if layout == "sparse_coo" else coo.to_sparse_csr()
 
 

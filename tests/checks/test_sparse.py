@@ -71,6 +71,14 @@ def test_gradcheck_catches_a_wrong_gradient_of_a_sparse_input(tmp_path, bug, lay
     assert layout in found.message  # the shrunk case names the input's layout and pattern
 
 
+def test_a_sparse_output_is_checked_through_to_dense(tmp_path):
+    """torch's gradcheck refuses sparse outputs ("call to_dense(masked_grad=...)"): the audit densifies them."""
+    spec = {"inputs": [{"shape": ["M", "K"], "layout": "sparse_coo"}], "dims": {"M": [1, 3], "K": [1, 3]}}
+    assert observe(entry(tmp_path, target=f"{S}:SparseScale", **spec), "gradcheck", examples=3).verdict == HELD
+    found = observe(entry(tmp_path, target=f"{S}:SparseScaleForgetsFactor", **spec), "gradcheck", examples=3)
+    assert found.verdict == VIOLATED and "Jacobian mismatch" in found.message, found.message
+
+
 def test_masked_gradcheck_accepts_a_dense_gradient_in_fast_mode_so_the_layout_is_checked_first():
     """Why the layout rule exists: torch's masked gradcheck (fast mode) and autograd both take a dense gradient."""
     from tests.fixtures.sparse_ops import DenseGradient

@@ -1,5 +1,6 @@
 """Planted bugs replayed on sparse inputs (tests/fixtures/sparse_ops.py): gradients of a sparse input in the wrong
-layout, outside its pattern, with wrong values, or off the dense reference's on its pattern; COO and CSR."""
+layout, outside its pattern, with wrong values, or off the dense reference's on its pattern (COO and CSR), and
+of a Function whose output is sparse too."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ def _matmul(layout: str) -> dict:
 
 
 COO, CSR = _matmul("sparse_coo"), _matmul("sparse_csr")
+#: A sparse input and a sparse output (checked through to_dense, as torch's gradcheck asks).
+SCALE = {"inputs": [{"shape": ["M", "K"], "layout": "sparse_coo"}], "dims": {"M": [1, 3], "K": [1, 3]}}
 TWIN = f"{S}:SparseDenseMatmul"
 
 ROWS = [
@@ -24,6 +27,7 @@ ROWS = [
     Planted(f"{S}:MultipliedGradient", "gradcheck", COO, TWIN, "(masked: unspecified elements of sparse inputs "
             "ignored): Jacobian mismatch"),
     Planted(f"{S}:Float32Gradient", "gradcheck", CSR, TWIN, "against the reference's autograd gradient"),
+    Planted(f"{S}:SparseScaleForgetsFactor", "gradcheck", SCALE, f"{S}:SparseScale", "Jacobian mismatch"),
 ]
 
 #: fixture name ("module:Name") -> why it has no row of its own
