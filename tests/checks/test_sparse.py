@@ -128,3 +128,12 @@ def test_patterns_keep_the_density_and_never_specify_nothing():
 
     draw()
     assert 0.2 < np.mean(drawn) < 0.4, drawn  # each element specified with chance 0.3
+
+
+def test_audit_repro_prints_a_sparse_input_by_its_indices_and_values(tmp_path):
+    from audit.commands.repro import describe_inputs
+
+    correct = _matmul(tmp_path, "SparseDenseMatmul", "sparse_csr")
+    text = describe_inputs(Subject(correct, resolve(correct, ROOT), "float64", "cpu").args(_sparse_case()))
+    assert "input 0: torch.float64 sparse_csr shape [2, 3] (4 specified)" in text, text
+    assert "indices [[0, 0], [0, 2], [1, 1], [1, 2]]" in text and "values [0.5, 0.0, 0.125, -1.0]" in text, text
