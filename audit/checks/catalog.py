@@ -70,6 +70,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="gradgradcheck",
+        not_for_sparse="torch.autograd.gradgradcheck refuses the sparse first-order gradients it would differentiate (\"Sparse output is not supported at gradcheck yet\")",
         run=_not_loaded,
         contract="the backward is itself differentiable and its gradient equals finite differences "
                  "(torch.autograd.gradgradcheck); claimed through supports.double_backward",
@@ -79,6 +80,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="forward_ad",
+        not_for_sparse="forward-mode AD carries no sparse tangents through a custom Function (torch: \"Cannot access storage of SparseTensorImpl\")",
         run=_not_loaded,
         contract="the jvp (forward-mode AD) equals finite differences; claimed through supports.forward_ad",
         claimed=lambda entry: entry.supports.forward_ad,
@@ -128,6 +130,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="noncontiguous",
+        not_for_sparse="a sparse tensor has no strides to rearrange (its indices and values are stored apart)",
         run=_not_loaded,
         contract="every tensor input given transposed, step-sliced, with a storage offset or channels_last "
                  "(drawn) gives the outputs and gradients of the contiguous input; non-contiguous and "
@@ -139,6 +142,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="alias",
+        not_for_sparse="it compares inputs' and outputs' strided storages and version counters, which sparse tensors do not expose",
         run=_not_loaded,
         contract="forward modifies only the inputs declared in mutates (values and version counters compared), "
                  "and those it must modify and mark dirty; an output shares storage with an input only if "
@@ -150,6 +154,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="saved_tensors",
+        not_for_sparse="its in-place write between forward and backward (mul_(2).add_(0.5)) is dense arithmetic a sparse tensor does not support",
         run=_not_loaded,
         contract="after forward, modifying any input or output in place either makes backward raise autograd's "
                  "'modified by an inplace operation' error or leaves the gradient unchanged; a silently "
@@ -157,6 +162,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="vmap",
+        not_for_sparse="torch.func.vmap does not batch sparse tensors",
         run=_not_loaded,
         contract="torch.func.vmap (batch dim at drawn positions, some inputs unbatched) equals the per-sample loop "
                  "for outputs and vjps; jacrev, and jacfwd with forward_ad, equal finite differences; claimed "
@@ -167,6 +173,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="compile",
+        not_for_sparse="Dynamo and AOTAutograd do not trace sparse tensors through a custom Function",
         run=_not_loaded,
         contract="torch.compile on the chosen backend (aot_eager by default: Dynamo and AOTAutograd) gives "
                  "eager's outputs and gradients without crashing, and does not recompile on every new shape "
@@ -178,6 +185,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="autocast",
+        not_for_sparse="autocast's casting policy covers dense kernels only",
         run=_not_loaded,
         contract="under torch.autocast (CPU bfloat16, CUDA float16) forward and backward run, outputs have the dtype "
                  "the reference gets from autocast's policy (else float32 or the low dtype), and outputs and "
@@ -197,6 +205,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="opcheck",
+        not_for_sparse="torch.library.opcheck's fake-tensor and AOT tests do not take sparse inputs",
         run=_not_loaded,
         contract="torch.library.opcheck (schema, autograd registration, fake tensor, AOT dispatch) passes on drawn "
                  "inputs, non-contiguous ones included when supports.noncontiguous; always required of an op",
@@ -205,6 +214,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="export",
+        not_for_sparse="torch.export takes strided example inputs only",
         run=_not_loaded,
         contract="torch.export.export (non-strict and strict, dynamic dims where the registry's vary) traces, "
                  "saves, loads and runs, and the loaded program gives eager's outputs; claimed through "
@@ -214,6 +224,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="distributed",
+        not_for_sparse="the batch is split across ranks by slicing strided inputs",
         run=_not_loaded,
         contract="under DistributedDataParallel (2 CPU ranks, gloo, loopback) with a batch split across ranks, the "
                  "synchronised gradients equal one process's on the whole batch, and no rank errors or hangs; "
@@ -254,6 +265,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
     ),
     Check(
         name="shared_grad",
+        not_for_sparse="it slices samples out of the batch as strided tensors",
         run=_not_loaded,
         contract="for an entry with batch: B (samples along B independent), at batch sizes of 2 and up each "
                  "sample's outputs and batched-input gradients equal that sample's alone, and an input without B "

@@ -7,7 +7,7 @@ import torch
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import differentiable, grad_outputs, outputs_of, wide
+from audit.checks.tensors import dense, differentiable, grad_outputs, outputs_of, wide
 
 
 def run(subject, case) -> None:
@@ -16,7 +16,7 @@ def run(subject, case) -> None:
     for label, a, b in (("output", *[r[0] for r in (first, second)]), ("gradient of input", first[1], second[1])):
         for i, (x, y) in enumerate(zip(a, b)):
             if not _bitwise_equal(x, y):
-                diff = (wide(x) - wide(y)).abs().nan_to_num(nan=float("inf"))
+                diff = (wide(dense(x)) - wide(dense(y))).abs().nan_to_num(nan=float("inf"))
                 raise Violation(f"{label} {i} differs between two runs on the same inputs: max difference "
                                 f"{diff.max().item():.3g}; claim supports.deterministic: false if this is expected")
 
@@ -32,6 +32,7 @@ def _run(subject, case):
 
 
 def _bitwise_equal(x: torch.Tensor, y: torch.Tensor) -> bool:
+    x, y = dense(x), dense(y)  # a sparse gradient: its values where specified, zeros elsewhere
     return x.shape == y.shape and torch.equal(torch.nan_to_num(x, nan=0.0), torch.nan_to_num(y, nan=0.0)) \
         and torch.equal(torch.isnan(x), torch.isnan(y))
 
@@ -55,6 +56,7 @@ def run():
 
 
 def bitwise_equal(x, y):
+    x, y = [t.to_dense() if t.layout != torch.strided else t for t in (x, y)]  # a sparse gradient: its values
     return x.shape == y.shape and torch.equal(x.nan_to_num(nan=0.0), y.nan_to_num(nan=0.0)) and torch.equal(x.isnan(), y.isnan())
 
 
@@ -63,6 +65,7 @@ failed = False
 for label, a, b in (("output", first[0], second[0]), ("gradient of input", first[1], second[1])):
     for i, (x, y) in enumerate(zip(a, b)):
         if not bitwise_equal(x, y):
+            x, y = [t.to_dense() if t.layout != torch.strided else t for t in (x, y)]
             print(f"{label} {i} differs between two runs on the same inputs: max difference",
                   (wide(x) - wide(y)).abs().nan_to_num(nan=float("inf")).max().item())
             failed = True

@@ -10,7 +10,7 @@ from audit.checks import rounding, smoothness
 from audit.checks.interface import Violation
 from audit.checks.jacobian import wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import floating, outputs_of
+from audit.checks.tensors import dense, floating, outputs_of
 
 
 def run(subject, case) -> None:
@@ -42,7 +42,7 @@ def _call(subject, args):
 def _finite(outputs, args) -> None:
     if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
         return  # reductions over nothing may be infinite by definition (logsumexp of [] is -inf)
-    for i, out in enumerate(outputs):
+    for i, out in enumerate(dense(o) for o in outputs):  # a sparse output: its values, zeros elsewhere
         if floating(out) and not torch.isfinite(out).all():
             index = tuple(int(k) for k in (~torch.isfinite(out)).nonzero()[0])
             raise Violation(f"output {i} is not finite at index {index} ({out[index].item()}) "
@@ -67,6 +67,7 @@ if ref is not None:  # against the reference, computed in float64 (complex128 fo
     failed = differs("output", outs, [e.to(o.dtype) for o, e in zip(outs, exps)], magnitude=magnitude)
 elif not any(torch.is_tensor(a) and a.numel() == 0 for a in args):  # finite inputs, finite outputs
     for i, o in enumerate(outs):
+        o = o.to_dense() if o.layout != torch.strided else o  # a sparse output: its values, zeros elsewhere
         if floating(o) and not torch.isfinite(o).all():
             print(f"output {i} is not finite:", o)
             failed = True

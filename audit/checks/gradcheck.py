@@ -10,7 +10,8 @@ from audit.checks.interface import Violation
 from audit.checks import smoothness
 from audit.checks.jacobian import explain_gradcheck_failure, gradcheck_options, gradcheck_values, wrap
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, floating, outputs_of, vjp, wide
+from audit.checks.tensors import compare_all, dense, floating, outputs_of, vjp, wide
+from audit.inputs.sparse import sparse_gradient_problem
 
 
 def run(subject, case) -> None:
@@ -21,6 +22,8 @@ def run(subject, case) -> None:
         raise Violation("no input requires a gradient: mark one tensor input requires_grad: true")
     fn = wrap(subject, args)
     options = gradcheck_options(subject, inputs)
+    if options.get("masked"):
+        _sparse_layouts(subject, case)
     try:
         torch.autograd.gradcheck(fn, inputs, **options)
     except GradcheckError as exc:
@@ -58,6 +61,18 @@ def _parameters(subject, args) -> None:
         raise Violation(f"parameters: {message}") from None
 
 
+def _sparse_layouts(subject, case) -> None:
+    """Each sparse input's gradient has its layout and no value outside its pattern (masked gradcheck alone
+    would accept a dense gradient in fast mode, and autograd accepts it anywhere)."""
+    args = subject.args(case)
+    inputs = grad_inputs(args)
+    _, grads = vjp(subject.evaluate, args, inputs, subject.seed)
+    for i, (x, g) in enumerate(zip(inputs, grads)):
+        problem = sparse_gradient_problem(i, x, g)
+        if problem:
+            raise Violation(problem)
+
+
 def _against_reference(subject, case, fn, inputs, eps: float) -> None:
     seed = subject.seed
     args = subject.args(case)
@@ -78,6 +93,7 @@ def _against_reference(subject, case, fn, inputs, eps: float) -> None:
 
 def _differing(got: torch.Tensor, expected: torch.Tensor, tol) -> list[int]:
     """Flat indices where ``got`` is not close to ``expected``."""
+    got, expected = dense(got), dense(expected)  # a sparse gradient: its values, zeros where unspecified
     close = torch.isclose(wide(got.detach()).cpu(), wide(expected.detach()).cpu(), rtol=tol.rtol,
                           atol=tol.atol, equal_nan=True)
     return torch.nonzero(~close.reshape(-1)).reshape(-1).tolist()
@@ -91,10 +107,21 @@ from torch.autograd.gradcheck import GradcheckError
 diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
 def f(*xs):
     it = iter(xs)
-    return fn(*[next(it) if torch.is_tensor(a) and a.requires_grad else a for a in args])
+    out = fn(*[next(it) if torch.is_tensor(a) and a.requires_grad else a for a in args])
+    outs = [o.to_dense() if o.layout != torch.strided else o for o in tensors_of(out)]  # gradcheck: dense outputs
+    outs = [o for o in outs if o.is_floating_point()]
+    return tuple(outs) if len(outs) != 1 else outs[0]
 failed = False
-try:  # the audit's options: eps, tolerances and fast mode for this dtype and size
-    torch.autograd.gradcheck(f, diff, **options)
+if options.get("masked"):  # a sparse input: its gradient has its layout and no value outside its pattern
+    _, found = grads(fn, args)
+    for i, (x, g) in enumerate(zip(diff, found)):
+        problem = sparse_gradient_problem(i, x, g)
+        if problem:
+            print(problem)
+            failed = True
+try:  # the audit's options: eps, tolerances and fast mode (masked for a sparse input) for this dtype and size
+    if not failed:
+        torch.autograd.gradcheck(f, diff, **options)
 except GradcheckError as exc:
     print("gradcheck:", exc)
     failed = True

@@ -71,6 +71,8 @@ class Check:
     with a Python literal ``repr``, or a :class:`Case`, or a list of cases, written as argument lists), such
     as gradcheck's options, so that the script runs the same property.
     ``kinds`` are the entry kinds it has cells for (models have their own training checks).
+    ``not_for_sparse``: why the property cannot be checked when an input is sparse (``layout: sparse_coo`` or
+    ``sparse_csr``); such a cell is a ``skip`` saying so. Empty: the check runs on sparse inputs too.
     Bump ``version`` whenever the check's verdicts can change.
     """
 
@@ -90,4 +92,5 @@ class Check:
     script: str = ""
     model_script: str = ""
     script_values: Callable | None = None
+    not_for_sparse: str = ""
     version: int = 1

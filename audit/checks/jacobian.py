@@ -8,7 +8,7 @@ import torch
 
 from audit.contract import real_counterpart
 from audit.checks.subject import grad_inputs
-from audit.checks.tensors import filled, floating, grad_outputs, outputs_of, wide
+from audit.checks.tensors import dense, filled, floating, grad_outputs, outputs_of, wide
 from audit.registry.model import Tolerance
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
@@ -19,14 +19,15 @@ _TOL = {"float64": (1e-5, 1e-3), "float32": (1e-2, 1e-2), "bfloat16": (1e-1, 1e-
 
 
 def wrap(subject, args):
-    """The target as a function of its grad-requiring tensors only, returning floating outputs."""
+    """The target as a function of its grad-requiring tensors only, returning floating outputs (dense)."""
     positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
 
     def fn(*inputs):
         full = list(args)
         for i, x in zip(positions, inputs):
             full[i] = x
-        outputs = [o for o in outputs_of(subject.call(full)) if floating(o)]
+        # a sparse output made dense (masked: its gradient stays on its pattern), as torch's gradcheck asks
+        outputs = [dense(o) for o in outputs_of(subject.call(full)) if floating(o)]
         return tuple(outputs) if len(outputs) != 1 else outputs[0]
 
     return fn
@@ -35,6 +36,7 @@ def wrap(subject, args):
 def gradcheck_options(subject, inputs) -> dict:
     """eps and tolerances for the dtype; fast mode with atol scaled by size on large inputs.
 
+    With a sparse input, gradcheck runs ``masked``: unspecified elements are neither perturbed nor compared.
     Fast mode compares one random projection vᵀJu, a sum over n terms, and scales atol by
     sum(u)·sum(v) (about 0.75·n): one wrong element then moves vᵀJu by about 1/n of its error,
     far inside the default tolerances. Dividing atol and rtol by n restores the power to catch it.
@@ -43,8 +45,11 @@ def gradcheck_options(subject, inputs) -> dict:
     size = sum(x.numel() for x in inputs)
     fast = size > SLOW_MODE_LIMIT
     scale = size if fast else 1
-    return {"eps": _EPS[real_counterpart(subject.dtype)], "atol": atol / scale, "rtol": rtol / scale,
-            "fast_mode": fast, "check_undefined_grad": False}
+    options = {"eps": _EPS[real_counterpart(subject.dtype)], "atol": atol / scale, "rtol": rtol / scale,
+               "fast_mode": fast, "check_undefined_grad": False}
+    if any(x.layout != torch.strided for x in inputs):  # only the specified elements of a sparse input count
+        options["masked"] = True
+    return options
 
 
 def gradcheck_values(subject, case) -> dict:
@@ -62,6 +67,8 @@ def explain_gradcheck_failure(fn, inputs, exc: Exception, options: dict) -> str:
     """The largest analytic-vs-numeric difference and where it is, with torch's own first line where it
     says more than that; torch's line alone when nothing is located."""
     said = torch_sentence(exc)
+    if any(x.layout != torch.strided for x in inputs):  # torch's masked comparison: located in its own words
+        return f"torch.autograd.gradcheck (masked: unspecified elements of sparse inputs ignored): {said}"
     try:
         conjugated = _conjugated(fn, inputs, options["eps"], options["atol"], options["rtol"])
         located = conjugated or _located(fn, inputs, options)

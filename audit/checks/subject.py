@@ -15,6 +15,7 @@ from audit.engine import randomness
 from audit.engine.options import RunOptions
 from audit.engine.target import Target
 from audit.inputs.case import Case, TensorArg
+from audit.inputs.sparse import sparse_from, through_dense
 from audit.registry.model import DEFAULT_TOLERANCE, Entry, Tolerance
 
 #: For float64 results compared with a float64 reference: tight enough that float32 arithmetic
@@ -59,8 +60,9 @@ class Subject:
         return self.guard(self.target.fn)(*args)
 
     def evaluate_reference(self, *args):
-        """The reference on ``args``, guarded like the target, so that it draws the target's noise."""
-        return self.guard(self.target.reference)(*args)
+        """The reference on ``args``, guarded like the target, so that it draws the target's noise; a sparse
+        argument reaches it dense, and its gradient comes back on the argument's pattern (see ``through_dense``)."""
+        return self.guard(through_dense(self.target.reference))(*args)
 
     def guard(self, fn: Callable, *, clone: bool = True, reseed: bool = True, canonical: bool = True) -> Callable:
         """``fn`` called as real code calls it, from the same random stream at every evaluation.
@@ -117,6 +119,10 @@ class Subject:
 
 def _tensor(arg: TensorArg, dtype: str, device: str, layout: str = "contiguous") -> torch.Tensor:
     values = torch.from_numpy(np.array(arg.values, order="C"))  # keeps 0-d arrays 0-d
+    if arg.sparse_layout:  # its own layout: the drawn memory layouts are for strided tensors
+        dense = values.to(dtype=getattr(torch, arg.dtype or dtype), device=device)
+        pattern = torch.from_numpy(np.array(arg.pattern, order="C")).to(device)
+        return sparse_from(dense, pattern, arg.sparse_layout).requires_grad_(arg.requires_grad)
     tensor = laid_out(values.shape, getattr(torch, arg.dtype or dtype), device, layout)
     if values.is_complex() and not tensor.is_complex():  # a real cell of an entry that also claims complex
         values = values.real

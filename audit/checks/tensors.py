@@ -76,9 +76,11 @@ def filled(grads, inputs) -> list[torch.Tensor]:
 
 
 def mismatch(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance, magnitude: float = 0.0) -> str | None:
-    """Why ``got`` is not close to ``expected`` (largest error and where), or None when it is. ``tol.scale``
-    applies to the largest |expected|, or to ``magnitude`` (the largest value its computation passed
-    through, :mod:`audit.checks.rounding`) when that is larger."""
+    """Why ``got`` is not close to ``expected`` (largest error and where), or None when it is; sparse tensors
+    compare by their dense values (zeros where unspecified). ``tol.scale`` applies to the largest |expected|,
+    or to ``magnitude`` (the largest value its computation passed through, :mod:`audit.checks.rounding`)
+    when that is larger."""
+    got, expected = dense(got), dense(expected)
     if got.shape != expected.shape:
         return f"shape {list(got.shape)} != expected {list(expected.shape)}"
     if got.numel() == 0:
@@ -130,6 +132,11 @@ def _number(value: float) -> str:
 def _index(scores: torch.Tensor, shape) -> tuple:
     flat = int(scores.reshape(-1).argmax())
     return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(shape))) if shape else ()
+
+
+def dense(x: torch.Tensor) -> torch.Tensor:
+    """``x`` as a strided tensor: a sparse one with zeros where it specifies nothing, a dense one as it is."""
+    return x if x.layout == torch.strided else x.to_dense()
 
 
 def compare_all(label: str, got, expected, tol: Tolerance, magnitude: float = 0.0) -> None:

@@ -92,10 +92,20 @@ def describe_inputs(args) -> str:
 
     lines = []
     for i, arg in enumerate(args):
-        if isinstance(arg, torch.Tensor):
+        if isinstance(arg, torch.Tensor) and arg.layout != torch.strided:
+            lines.append(_sparse_input(i, arg))
+        elif isinstance(arg, torch.Tensor):
             values = arg.detach().cpu().tolist()
             lines.append(f"  input {i}: {arg.dtype} shape {list(arg.shape)} strides {list(arg.stride())} "
                          f"requires_grad={arg.requires_grad} device={arg.device}\n    values {values!r}")
         else:
             lines.append(f"  input {i}: {arg!r}")
     return "\n".join(lines)
+
+
+def _sparse_input(i: int, arg) -> str:
+    """A sparse argument: its layout, shape, and where (indices) it specifies which values."""
+    coo = arg.detach().cpu().to_sparse_coo().coalesce()
+    return (f"  input {i}: {arg.dtype} {str(arg.layout).replace('torch.', '')} shape {list(arg.shape)} "
+            f"({coo.values().numel()} specified) requires_grad={arg.requires_grad} device={arg.device}\n"
+            f"    indices {coo.indices().t().tolist()!r}\n    values {coo.values().tolist()!r}")

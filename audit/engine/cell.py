@@ -22,7 +22,7 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
 
 
 def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example) -> Outcome:
-    skip = _unavailable(key.device) or target.unbuilt.get(key.device, "")
+    skip = _unavailable(key.device) or target.unbuilt.get(key.device, "") or _not_for_sparse(entry, check)
     if skip:
         return Outcome(key, SKIPPED, skip)
     seed = cell_seed(options.seed, entry.name, key.check, key.dtype, key.device)
@@ -72,6 +72,14 @@ def seed_global_generators(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+def _not_for_sparse(entry, check) -> str:
+    """Why ``check`` is a skip for ``entry`` because an input is sparse ("" when it is not, or the check applies)."""
+    if not (entry.sparse and check.not_for_sparse):
+        return ""
+    names = ", ".join(f"input {i} ({spec.sparse_layout})" for i, spec in entry.tensor_inputs if spec.sparse_layout)
+    return f"not applicable to sparse inputs ({names}): {check.not_for_sparse}"
 
 
 def _unavailable(device: str) -> str:

@@ -83,6 +83,9 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
         return "\n".join(lines + [body]) + "\n"
     if case.layouts:
         lines.append(LAYOUT_HELPER)
+    if _has_sparse([case, *cases.values()]):
+        lines.append(_sparse_helper())
+        lines.append("ref = ref and through_dense(ref)  # a sparse input reaches the reference dense, as in the audit")
     lines.append("args = [")
     lines += _rendered(case, dtype)
     lines.append("]")
@@ -103,6 +106,22 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
 def _rendered(case: Case, dtype: str, indent: str = "    ") -> list[str]:
     """One line per argument of ``case`` in a ``dtype`` cell: its exact values, dtype, shape and memory layout."""
     return [f"{indent}{_laid_out(_arg(a, dtype), case.layout(i))}," for i, a in enumerate(case.args)]
+
+
+def _has_sparse(cases: list) -> bool:
+    """Whether a sparse tensor is among the arguments of ``cases`` (cases, or lists of cases)."""
+    flat = [c for item in cases for c in (item if isinstance(item, list) else [item])]
+    return any(isinstance(a, TensorArg) and a.sparse_layout for c in flat for a in c.args)
+
+
+def _sparse_helper() -> str:
+    """The functions the audit builds sparse inputs and judges their gradients with, as source: the script
+    rebuilds and judges them exactly."""
+    import inspect
+
+    from audit.inputs.sparse import SCRIPT_FUNCTIONS
+
+    return "\n\n".join(inspect.getsource(f) for f in SCRIPT_FUNCTIONS)
 
 
 def _is_cases(value) -> bool:
@@ -213,6 +232,7 @@ def differs(label, got, expected, atol=atol, rtol=rtol, magnitude=0.0):
         return True
     bad = False
     for i, (g, e) in enumerate(zip(got, expected)):
+        g, e = [t.to_dense() if t.layout != torch.strided else t for t in (g, e)]  # sparse: its values, zeros elsewhere
         if not close(g, e, atol, rtol, magnitude=magnitude):
             what = (f"max |difference| {(wide(g) - wide(e)).abs().max().item()}" if g.shape == e.shape
                     else f"shape {list(g.shape)}, expected {list(e.shape)}")
@@ -344,11 +364,15 @@ def _arg(arg, cell_dtype: str) -> str:
     dtype = f"torch.{arg.dtype}" if arg.dtype else "dtype"
     flat = arg.values.reshape(-1)
     grad = ".requires_grad_()" if arg.requires_grad else ""
-    shape = f".reshape({list(arg.values.shape)!r}){grad}"
-    if not np.iscomplexobj(flat):
-        return f"torch.tensor({flat.tolist()!r}, dtype={dtype}, device=device){shape}"
-    if (arg.dtype or cell_dtype) not in COMPLEX_DTYPES:  # a real cell of an entry that also claims complex
-        return f"torch.tensor({flat.real.tolist()!r}, dtype={dtype}, device=device){shape}"
-    # real and imaginary parts as float64 lists: exact, signed zeros included (a branch cut tells them apart)
-    return (f"torch.complex(torch.tensor({flat.real.tolist()!r}, dtype=torch.float64), "
-            f"torch.tensor({flat.imag.tolist()!r}, dtype=torch.float64)).to(dtype={dtype}, device=device){shape}")
+    shape = list(arg.values.shape)
+    if np.iscomplexobj(flat) and (arg.dtype or cell_dtype) in COMPLEX_DTYPES:
+        # real and imaginary parts as float64 lists: exact, signed zeros included (a branch cut tells them apart)
+        dense = (f"torch.complex(torch.tensor({flat.real.tolist()!r}, dtype=torch.float64), "
+                 f"torch.tensor({flat.imag.tolist()!r}, dtype=torch.float64)).to(dtype={dtype}, device=device)"
+                 f".reshape({shape!r})")
+    else:  # real values (a real cell of an entry that also claims complex takes the real parts)
+        dense = f"torch.tensor({flat.real.tolist()!r}, dtype={dtype}, device=device).reshape({shape!r})"
+    if arg.sparse_layout:  # the values everywhere, and which of them the sparse tensor holds
+        pattern = f"torch.tensor({arg.pattern.reshape(-1).tolist()!r}, dtype=torch.bool, device=device).reshape({shape!r})"
+        return f"sparse_from({dense}, {pattern}, {arg.sparse_layout!r}){grad}"
+    return f"{dense}{grad}"

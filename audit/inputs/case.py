@@ -10,21 +10,34 @@ import numpy as np
 @dataclass(frozen=True)
 class TensorArg:
     """A tensor argument's values (float64, int64, or complex128 for an input drawn complex: see
-    ``TensorSpec.is_complex``), before dtype, device and layout are applied."""
+    ``TensorSpec.is_complex``), before dtype, device and layout are applied. A sparse one (``sparse_layout``
+    sparse_coo or sparse_csr) also has its ``pattern``: a bool array of the values' shape, True where an element
+    is specified; the sparse tensor holds ``values`` there (explicit zeros included)."""
 
     values: np.ndarray
     requires_grad: bool
     dtype: str | None = None
+    sparse_layout: str | None = None
+    pattern: np.ndarray | None = None
 
     def to_json(self) -> dict:
         """Shape, pinned dtype and values, exactly (floats keep every bit through repr); complex values as
-        their real parts in ``values`` and their imaginary parts in ``imag``."""
+        their real parts in ``values`` and their imaginary parts in ``imag``; a sparse one's layout and pattern too."""
         flat = self.values.reshape(-1)
         data = {"shape": list(self.values.shape), "dtype": self.dtype, "requires_grad": self.requires_grad,
                 "values": flat.real.tolist()}
         if np.iscomplexobj(flat):
             data["imag"] = flat.imag.tolist()
+        if self.sparse_layout:
+            data.update(sparse_layout=self.sparse_layout, pattern=self.pattern.reshape(-1).tolist())
         return data
+
+    def describe(self) -> str:
+        """Its shape, and for a sparse one its layout and how many elements are specified."""
+        shape = f"[{', '.join(map(str, self.values.shape))}]"
+        if not self.sparse_layout:
+            return shape
+        return f"{shape} {self.sparse_layout} ({int(self.pattern.sum())} of {self.pattern.size} specified)"
 
 
 @dataclass(frozen=True)
@@ -73,7 +86,7 @@ class Case:
     def describe(self) -> str:
         """A one-line summary: dims and argument shapes."""
         dims = ", ".join(f"{k}={v}" for k, v in self.dims)
-        shapes = ", ".join(f"[{', '.join(map(str, a.values.shape))}]{self._layout_note(i)}"
+        shapes = ", ".join(f"{a.describe()}{self._layout_note(i)}"
                            if isinstance(a, TensorArg) else repr(a.value) for i, a in enumerate(self.args))
         batched = f", vmap in_dims {tuple(self.in_dims)}" if self.in_dims else ""
         return f"({shapes})" + (f" with {dims}" if dims else "") + batched
@@ -86,4 +99,6 @@ def _arg(data: dict):
     values = np.asarray(data["values"], dtype=kind).reshape(data["shape"])
     if "imag" in data:
         values = values + 1j * np.asarray(data["imag"], dtype=np.float64).reshape(data["shape"])
-    return TensorArg(values=values, requires_grad=data["requires_grad"], dtype=data["dtype"])
+    pattern = np.asarray(data["pattern"], dtype=bool).reshape(data["shape"]) if "pattern" in data else None
+    return TensorArg(values=values, requires_grad=data["requires_grad"], dtype=data["dtype"],
+                     sparse_layout=data.get("sparse_layout"), pattern=pattern)

@@ -83,7 +83,25 @@ def _arg(draw, spec, sizes: dict, dtypes: tuple[str, ...]):
     values = draw(hnp.arrays(dtype, shape, elements=elements(spec, integral)))
     if not integral and spec.is_complex(dtypes):  # the imaginary parts, drawn like the real ones
         values = values + 1j * draw(hnp.arrays(dtype, shape, elements=elements(spec)))
-    return TensorArg(values=values, requires_grad=spec.differentiable, dtype=spec.dtype)
+    if not spec.sparse_layout:
+        return TensorArg(values=values, requires_grad=spec.differentiable, dtype=spec.dtype)
+    return TensorArg(values=values, requires_grad=spec.differentiable, dtype=spec.dtype,
+                     sparse_layout=spec.sparse_layout, pattern=draw(patterns(shape, spec.density)))
+
+
+def patterns(shape: tuple, density: float) -> st.SearchStrategy[np.ndarray]:
+    """Which elements of a sparse input are specified: each with chance ``density``, independently, from a seed
+    Hypothesis draws (its own per-element draws lean towards small values, which would not honour the density;
+    the seed shrinks towards 0 and fixes the pattern), and at least one in a non-empty tensor (a sparse tensor
+    that specifies nothing says nothing about its gradient)."""
+    return st.integers(0, 2**32 - 1).map(lambda s: _at_least_one(np.random.default_rng(s).random(shape) < density))
+
+
+def _at_least_one(pattern: np.ndarray) -> np.ndarray:
+    """``pattern``, with its first element specified when none is."""
+    if pattern.size and not pattern.any():
+        pattern.reshape(-1)[0] = True
+    return pattern
 
 
 def elements(spec: TensorSpec, integral: bool = False) -> st.SearchStrategy:

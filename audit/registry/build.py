@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from audit.registry.model import (DEFAULT_DOMAIN, Entry, Expectation, Supports, TensorSpec, ToleranceOverride,
-                                  Training, ValueSpec)
+from audit.registry.model import (DEFAULT_DENSITY, DEFAULT_DOMAIN, Entry, Expectation, Supports, TensorSpec,
+                                  ToleranceOverride, Training, ValueSpec)
 
 
 def build_entry(data: dict, line: int) -> Entry:
@@ -36,7 +36,8 @@ def _input(spec: dict):
     low, high = spec.get("domain", DEFAULT_DOMAIN)
     return TensorSpec(shape=tuple(spec["shape"]), domain=(float(low), float(high)),
                       kinks=tuple(float(k) for k in spec.get("kinks", ())),
-                      requires_grad=spec.get("requires_grad", True), dtype=spec.get("dtype"))
+                      requires_grad=spec.get("requires_grad", True), dtype=spec.get("dtype"),
+                      sparse_layout=spec.get("layout"), density=float(spec.get("density", DEFAULT_DENSITY)))
 
 
 def _supports(data: dict) -> Supports:

@@ -12,17 +12,25 @@ DEFAULT_DTYPES = ("float64", "float32")
 DEFAULT_DEVICES = ("cpu",)
 #: The dtypes autograd differentiates: real floating and complex (an input pinned to another is not).
 FLOAT_DTYPES = DTYPE_ORDER
+#: The sparse layouts an input may declare (``layout:``); an input without one is dense (strided).
+SPARSE_LAYOUTS = ("sparse_coo", "sparse_csr")
+#: The share of a sparse input's elements that are specified (in its pattern) unless ``density:`` says.
+DEFAULT_DENSITY = 0.3
 
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A tensor argument: its shape (ints and symbolic dims), value domain and kinks."""
+    """A tensor argument: its shape (ints and symbolic dims), value domain and kinks; ``sparse_layout`` (the
+    registry's ``layout:``, one of :data:`SPARSE_LAYOUTS`) makes it a sparse tensor whose pattern specifies
+    about ``density`` of its elements (None: dense, strided; not the memory layouts checks draw)."""
 
     shape: tuple
     domain: tuple[float, float] = DEFAULT_DOMAIN
     kinks: tuple[float, ...] = ()
     requires_grad: bool = True
     dtype: str | None = None
+    sparse_layout: str | None = None
+    density: float = DEFAULT_DENSITY
 
     @property
     def symbols(self) -> tuple[str, ...]:
@@ -185,6 +193,11 @@ class Entry:
         for _, spec in self.tensor_inputs:
             seen.update(dict.fromkeys(spec.symbols))
         return tuple(seen)
+
+    @property
+    def sparse(self) -> bool:
+        """Whether some input is a sparse tensor (``layout: sparse_coo | sparse_csr``)."""
+        return any(spec.sparse_layout for _, spec in self.tensor_inputs)
 
     @property
     def may_be_empty(self) -> bool:

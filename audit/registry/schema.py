@@ -89,6 +89,8 @@ def phrase(error) -> str:
         return f"expected a value >= {_bound(spec)}, got {describe(value)}"
     if kind == "maximum":
         return f"expected a value <= {_bound(spec)}, got {describe(value)}"
+    if kind == "exclusiveMinimum":
+        return f"expected a value > {_bound(spec)}, got {describe(value)}"
     if kind == "minLength":
         return "expected a non-empty string"
     if kind == "maxLength":

@@ -8,6 +8,7 @@ import unicodedata
 
 from audit.contract import CHECK_NAMES
 from audit.errors import Problem
+from audit.registry.model import FLOAT_DTYPES
 from audit.registry.schema import describe
 from audit.registry.yamltree import Located, dotted
 
@@ -37,7 +38,7 @@ def entry_problems(entry: dict, index: int, located: Located, file: str) -> list
     """Every rule below, applied to one merged entry."""
     base = ("entries", index)
     found: list[tuple[tuple, str]] = []
-    for rule in (_required, _owner, _target, _dims, _batch, _indices, _domains, _expect):
+    for rule in (_required, _owner, _target, _dims, _batch, _indices, _domains, _sparse, _expect):
         try:
             found += rule(entry)
         except (TypeError, AttributeError, KeyError, IndexError, ValueError):
@@ -122,6 +123,28 @@ def _domains(entry: dict) -> list:
     return [(("inputs", i, "domain"), f"expected [low, high] with low < high, got {spec['domain']}")
             for i, spec in enumerate(entry.get("inputs", []))
             if "domain" in spec and not spec["domain"][0] < spec["domain"][1]]
+
+
+def _sparse(entry: dict) -> list:
+    """A sparse input (``layout:``) is floating, has dims to index (CSR: exactly 2); density needs a layout."""
+    problems = []
+    for i, spec in enumerate(entry.get("inputs", [])):
+        layout, path = spec.get("layout"), ("inputs", i)
+        if layout is None and "density" in spec:
+            problems.append((path + ("density",), "expected density only with a sparse layout "
+                             "(layout: sparse_coo or sparse_csr); a dense input has every element"))
+        if layout is None:
+            continue
+        if spec.get("dtype") not in (None,) + FLOAT_DTYPES:
+            problems.append((path + ("layout",), f"expected a floating input for a sparse layout (its gradient is "
+                             f"checked with masked semantics), got dtype {spec['dtype']}; drop layout or dtype"))
+        ndim = len(spec.get("shape", ()))
+        if layout == "sparse_csr" and ndim != 2:
+            problems.append((path + ("layout",), f"expected a 2-D shape for sparse_csr (rows and columns), got "
+                             f"{ndim} dim{'s' if ndim != 1 else ''}; use sparse_coo for other shapes"))
+        if layout == "sparse_coo" and ndim == 0:
+            problems.append((path + ("layout",), "expected at least 1 dim for sparse_coo, got a 0-d shape"))
+    return problems
 
 
 def _expect(entry: dict) -> list:
