@@ -66,6 +66,7 @@ class Check:
     with a Python literal ``repr``, or a :class:`Case`, or a list of cases, written as argument lists), such
     as gradcheck's options, so that the script runs the same property.
     ``kinds`` are the entry kinds it has cells for (models have their own training checks).
+    ``examples`` caps the examples of a cell (0: ``--examples``), for a check whose every example is costly.
     Bump ``version`` whenever the check's verdicts can change.
     """
 
@@ -86,3 +87,4 @@ class Check:
     model_script: str = ""
     script_values: Callable | None = None
     version: int = 1
+    examples: int = 0

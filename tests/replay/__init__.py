@@ -30,9 +30,9 @@ class Planted(NamedTuple):
 
 def rows() -> list[Planted]:
     """Every table's rows."""
-    from tests.replay import core, safety, transforms_layers
+    from tests.replay import core, safety, stochastic, transforms_layers
 
-    found = [*core.ROWS, *safety.ROWS, *transforms_layers.ROWS]
+    found = [*core.ROWS, *safety.ROWS, *transforms_layers.ROWS, *stochastic.ROWS]
     ids = [row.id for row in found]
     assert len(set(ids)) == len(ids), f"two rows share an id: {sorted(i for i in ids if ids.count(i) > 1)}"
     return found
@@ -40,6 +40,6 @@ def rows() -> list[Planted]:
 
 def not_replayed() -> dict[str, str]:
     """Fixtures that are neither a planted bug with a row nor a twin: name -> the written reason."""
-    from tests.replay import core, safety, transforms_layers
+    from tests.replay import core, safety, stochastic, transforms_layers
 
-    return {**core.NOT_REPLAYED, **safety.NOT_REPLAYED, **transforms_layers.NOT_REPLAYED}
+    return {**core.NOT_REPLAYED, **safety.NOT_REPLAYED, **transforms_layers.NOT_REPLAYED, **stochastic.NOT_REPLAYED}
