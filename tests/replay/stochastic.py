@@ -17,8 +17,10 @@ ROWS: list[Planted] = [
     Planted(f"{S}DropoutScaledByP", "statistics", DROPOUT, f"{S}Dropout", "differs from the reference's"),
     Planted(f"{S}DropoutUnmaskedBackward", "statistics", DROPOUT, f"{S}Dropout", "an unbiased estimator"),
     Planted(f"{S}JitterWrongGrad", "statistics", JITTER, f"{S}Jitter", "constant over"),
-    # No reference: gradcheck would compare the twin's draws with torch's dropout's, which it draws otherwise.
-    Planted(f"{S}DropoutRedrawnMask", "gradcheck", NOISE, f"{S}Dropout", "Jacobian mismatch"),
+    # No reference: gradcheck would compare the twin's draws with torch's dropout's, which it draws otherwise. At
+    # least 9 elements: on 1 to 6 the fresh mask of each backward call happens to equal forward's on this seed.
+    Planted(f"{S}DropoutRedrawnMask", "gradcheck", {**NOISE, "dims": {"M": [3, 4], "N": [3, 4]}}, f"{S}Dropout",
+            "Backward is not reentrant"),
 ]
 
 NOT_REPLAYED: dict[str, str] = {
