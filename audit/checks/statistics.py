@@ -8,7 +8,8 @@ sizes, Gnedenko-Korolyuk; conservative with ties, so discrete outputs such as dr
 are fine) and a two-sample z-test of the means. Per gradient element: a z-test of the means only (another
 estimator may have another spread; an unbiased one has the same mean). Each test allows the dtype's tolerance
 (a difference within it is no difference), so rounding between equal formulas never counts. Elements constant in
-every draw on both sides are compared directly: equal within the tolerance passes, different fails.
+every draw on both sides are compared directly: equal within the tolerance passes, different fails. Each output
+and gradient is tested on its first 256 elements (in memory order), so that the samples' memory stays bounded.
 
 False alarms: :data:`ALPHA` per cell, split evenly (Bonferroni, valid whatever the dependence between
 elements, examples and stages) over the cell's examples (at most :data:`EXAMPLES`), two stages (a first look
@@ -35,28 +36,37 @@ EXAMPLES = STATISTICS_EXAMPLES
 
 # What follows up to ``run`` is also the replay script's code (copied into it as it is): plain torch and math.
 
-def sample(f, args, mutates, seed, draws, cell_seed):
-    """``draws`` calls of ``f`` on fresh copies of ``args``, torch's generator seeded once with ``seed``: per call a
-    row of its floating outputs and the gradients of <outputs, cotangents drawn from ``cell_seed``> for each input
-    that requires grad (zeros where unused), flattened, in float64; and each part's (label, shape)."""
+def sample(f, args, mutates, seed, draws, cell_seed, elements=256):
+    """``draws`` calls of ``f`` on fresh copies of ``args``, torch's generator seeded once with ``seed``: a row per
+    call of its floating outputs and the gradients of <outputs, cotangents drawn from ``cell_seed``> (see
+    :func:`drawn`), each flattened and cut to its first ``elements`` (the samples' memory stays bounded), in
+    float64; and each part's (label, shape, columns)."""
     torch.manual_seed(seed)
     rows, parts, cots = [], None, None
     for _ in range(draws):
-        xs = [a.detach().clone().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a in args]
-        out = f(*[x.clone() if i in mutates and torch.is_tensor(x) else x for i, x in enumerate(xs)])
-        outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.is_floating_point()]
-        inputs = [(i, x) for i, x in enumerate(xs) if torch.is_tensor(x) and x.requires_grad]
-        if cots is None:  # drawn once, as the audit draws cotangents: from the cell's seed, in float64
-            generator = torch.Generator().manual_seed(cell_seed)
-            cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outs]
-        live = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
-        found = torch.autograd.grad([o for o, _ in live], [x for _, x in inputs], [c for _, c in live],
-                                    allow_unused=True) if live and inputs else [None] * len(inputs)
-        grads = [torch.zeros_like(x) if g is None else g for (_, x), g in zip(inputs, found)]
-        rows.append(torch.cat([t.detach().reshape(-1).double().cpu() for t in outs + grads]))
-        parts = parts or [(f"output {k}", tuple(o.shape)) for k, o in enumerate(outs)] + \
-            [(f"gradient of input {i}", tuple(x.shape)) for i, x in inputs]
-    return torch.stack(rows), parts
+        outs, inputs, grads, cots = drawn(f, args, mutates, cots, cell_seed)
+        row = [t.detach().reshape(-1)[:elements].double().cpu() for t in outs + grads]
+        rows.append(torch.cat(row or [torch.zeros(0)]))
+        labels = [f"output {k}" for k in range(len(outs))] + [f"gradient of input {i}" for i, _ in inputs]
+        parts = parts or [(label, tuple(t.shape), len(r)) for label, t, r in zip(labels, outs + grads, row)]
+    return torch.stack(rows).double(), parts
+
+
+def drawn(f, args, mutates, cots, cell_seed):
+    """One call of ``f`` on fresh leaves (a clone passed where it writes in place): its floating outputs, the
+    inputs that require grad by position, their gradients of <outputs, cots> (zeros where unused), and ``cots``
+    (drawn on the first call from ``cell_seed`` in float64, as the audit draws cotangents)."""
+    xs = [a.detach().clone().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a in args]
+    out = f(*[x.clone() if i in mutates and torch.is_tensor(x) else x for i, x in enumerate(xs)])
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.is_floating_point()]
+    inputs = [(i, x) for i, x in enumerate(xs) if torch.is_tensor(x) and x.requires_grad]
+    if cots is None:
+        generator = torch.Generator().manual_seed(cell_seed)
+        cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outs]
+    live = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
+    found = torch.autograd.grad([o for o, _ in live], [x for _, x in inputs], [c for _, c in live],
+                                allow_unused=True) if live and inputs else [None] * len(inputs)
+    return outs, inputs, [torch.zeros_like(x) if g is None else g for (_, x), g in zip(inputs, found)], cots
 
 
 def ks_pvalue(n, c):
@@ -114,10 +124,10 @@ def described(t, r, parts, found, threshold, statistics, alpha, atol, rtol):
     """What differs (``found``: p, column, test), where, by how much, against what threshold."""
     p, j, test = found
     offset = 0
-    for label, shape in parts:  # the part that holds column j, and the index there
-        if j < offset + math.prod(shape):
+    for label, shape, columns in parts:  # the part that holds column j, and the index there
+        if j < offset + columns:
             break
-        offset += math.prod(shape)
+        offset += columns
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(j - offset), shape)) if shape else ()
     tc, rc, n = t[:, j], r[:, j], t.shape[0]
     if test == "KS":
@@ -147,7 +157,7 @@ def judged(fn, ref, args, mutates, seed, draws, alpha, atol, rtol):
             return f"the target returns {parts} but the reference {ref_parts}: the samples cannot be compared"
         t = t_new if t is None else torch.cat([t, t_new])
         r = r_new if r is None else torch.cat([r, r_new])
-        outputs = sum(math.prod(s) for label, s in parts if label.startswith("output"))
+        outputs = sum(columns for label, _, columns in parts if label.startswith("output"))
         statistics, threshold, found = rejected(t, r, outputs, alpha / 2, atol, rtol)
         if found:
             return described(t, r, parts, found, threshold, statistics, alpha, atol, rtol)
@@ -160,7 +170,11 @@ def run(subject, case) -> None:
     message = judged(subject.target.fn, subject.target.reference, subject.args(case), subject.entry.mutates,
                      subject.seed, DRAWS, ALPHA / EXAMPLES, tol.atol, tol.rtol)
     if message:
-        raise Violation(f"{message}; seeds {subject.seed} and up")
+        raise Violation(f"{message}; {SEEDS.format(seed=subject.seed)}")
+
+
+#: Where the draws came from, as the message says it (the audit's and the script's).
+SEEDS = "the target drawn from seeds {seed} and {seed} + 2, the reference from {seed} + 1 and {seed} + 3"
 
 
 def _values(subject, case) -> dict:
@@ -168,7 +182,7 @@ def _values(subject, case) -> dict:
     return {"atol": tol.atol, "rtol": tol.rtol, "draws": DRAWS, "alpha": ALPHA / EXAMPLES}
 
 
-CORE = "\n\n".join(inspect.getsource(f) for f in (sample, ks_pvalue, ks_counts, mean_pvalues, rejected, described, judged))
+CORE = "\n\n".join(inspect.getsource(f) for f in (sample, drawn, ks_pvalue, ks_counts, mean_pvalues, rejected, described, judged))
 
 CHECK = declared(
     "statistics",
@@ -177,7 +191,7 @@ CHECK = declared(
 
 # the same two-stage test as the audit's, on the raw target and reference (not reset before each call)
 message = judged(_target, _reference, args, mutates, seed, draws, alpha, atol, rtol)
-print(f"{message}; seeds {seed} and up" if message else f"the target's outputs and gradient means match the reference's over {draws} draws")
+print(f"{message}; the target drawn from seeds {seed} and {seed} + 2, the reference from {seed} + 1 and {seed} + 3" if message else f"the target's outputs and gradient means match the reference's over {draws} draws")
 sys.exit(1 if message else 0)
 """,
     script_values=_values,

@@ -125,3 +125,12 @@ def test_power_for_a_shift_of_a_tenth_of_a_standard_deviation():
     shift = 0.1 * math.sqrt(stats.DRAWS / 2)
     power = 0.5 * math.erfc((critical - shift) / math.sqrt(2))
     assert 0.2 < power < 0.25, power
+
+
+def test_each_part_is_tested_on_its_first_elements_only():
+    """A large output keeps the samples' memory bounded: 256 columns per output and per gradient."""
+    from tests.fixtures.stochastic import Jitter
+
+    x = torch.zeros(300, dtype=torch.float64, requires_grad=True)
+    t, parts = stats.sample(Jitter.apply, [x], (), 0, 3, 0)
+    assert t.shape == (3, 512) and parts == [("output 0", (300,), 256), ("gradient of input 0", (300,), 256)]
