@@ -15,8 +15,8 @@ from audit.registry.model import Entry
 DTYPE_PROBES = ("float16", "bfloat16")
 #: shared_grad draws batches this large and up: at 1 the mean of per-sample gradients is their sum.
 MIN_BATCH = 2
-#: statistics runs at most this many examples a cell: each draws the target thousands of times.
-STATISTICS_EXAMPLES = 2
+#: statistics runs at most this many examples a cell, each drawing the target (and the reference) this many times.
+STATISTICS_EXAMPLES, STATISTICS_DRAWS = 2, 2000
 
 
 def _not_loaded(subject, case) -> None:
@@ -258,7 +258,7 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
         name="statistics",
         run=_not_loaded,
         contract="for a stochastic entry (supports.deterministic: false) with a reference sampler, on fixed inputs, the "
-                 "target's outputs over 2,000 independent draws of the random stream have the reference's "
+                 f"target's outputs over {STATISTICS_DRAWS:,} independent draws of the random stream have the reference's "
                  "distribution (per element: two-sample Kolmogorov-Smirnov and z-test of the means) and its "
                  "gradients the reference's mean (an unbiased estimator); false-alarm probability at most 1e-3 a cell "
                  "(Bonferroni over elements, tests, stages and examples); never compares draw by draw",

@@ -23,13 +23,13 @@ import math
 
 import torch
 
-from audit.checks.catalog import STATISTICS_EXAMPLES, declared
+from audit.checks.catalog import STATISTICS_DRAWS, STATISTICS_EXAMPLES, declared
 from audit.checks.interface import Violation
 
 #: The false-alarm probability of one cell (a correct target failing).
 ALPHA = 1e-3
 #: Draws of the target, and as many of the reference, per example.
-DRAWS = 2000
+DRAWS = STATISTICS_DRAWS
 #: At most this many examples per cell (the check's cap), over which ALPHA is split.
 EXAMPLES = STATISTICS_EXAMPLES
 
