@@ -96,10 +96,13 @@ def ks_counts(t, r, atol, rtol):
 
 def mean_pvalues(t, r, atol, rtol):
     """Per column, the two-sided p-value of the z-test that the means differ by more than ``atol + rtol * |mean|``
-    (0 where both samples are constant and differ by more; 1 where they agree)."""
+    (0 where both samples are constant and differ by more; 1 where they agree). The standard error is the two
+    samples' together (with equal sizes, never below the two variances' unless by the factor (2n - 2) / (2n - 1)):
+    the separate variances of two Bernoulli samples move with their means, and understate it in the tail."""
     n = t.shape[0]
     mt, mr = t.mean(0), r.mean(0)
-    se = ((t.var(0) + r.var(0)) / n).sqrt()
+    spread = t.var(0) + r.var(0)  # 0: both constant, compared directly
+    se = (2 * torch.cat([t, r]).var(0) / n).sqrt().masked_fill(spread == 0, 0.0)
     excess = ((mt - mr).abs() - (atol + rtol * mr.abs())).clamp(min=0).nan_to_num(nan=math.inf)
     excess = excess.masked_fill(mt == mr, 0.0)  # equal infinities too
     z = (excess / se).masked_fill(excess == 0, 0.0).nan_to_num(nan=math.inf)  # constant and different: inf
