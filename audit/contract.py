@@ -15,6 +15,8 @@ CHECK_NAMES = (
     "state_dict", "train_step", "accumulation",
     # Extensions: gradients with only some inputs requiring grad; inputs shared across a batch.
     "partial_grad", "shared_grad",
+    # Extension: a stochastic entry's distribution against its reference sampler.
+    "statistics",
 )
 
 #: The real floating dtypes, then the complex ones: the one list every dtype vocabulary derives from.

@@ -16,6 +16,8 @@ from audit.registry.model import Entry
 DTYPE_PROBES = ("float16", "bfloat16")
 #: shared_grad draws batches this large and up: at 1 the mean of per-sample gradients is their sum.
 MIN_BATCH = 2
+#: statistics runs at most this many examples a cell, each drawing the target (and the reference) this many times.
+STATISTICS_EXAMPLES, STATISTICS_DRAWS = 2, 2000
 
 
 def _not_loaded(subject, case) -> None:
@@ -43,6 +45,11 @@ def _autocast_dtypes(entry: Entry) -> tuple[str, ...]:
 def _two_differentiable_inputs(entry: Entry) -> bool:
     """Two or more inputs that can require grad: only then can some require it and others not."""
     return sum(getattr(spec, "differentiable", False) for spec in entry.inputs) >= 2
+
+
+def _sampled(entry: Entry) -> bool:
+    """A stochastic entry with a reference sampler: without one there is no distribution to compare with."""
+    return not entry.supports.deterministic and entry.reference is not None
 
 
 def _batch_reaches_two(entry: Entry) -> bool:
@@ -273,6 +280,19 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
         applies=_batch_reaches_two,
         version=2,
         min_batch=MIN_BATCH,
+    ),
+    Check(
+        name="statistics",
+        run=_not_loaded,
+        contract="for a stochastic entry (supports.deterministic: false) with a reference sampler, on fixed inputs, the "
+                 f"target's outputs over {STATISTICS_DRAWS:,} independent draws of the random stream have the reference's "
+                 "distribution (per element: two-sample Kolmogorov-Smirnov and z-test of the means) and its "
+                 "gradients the reference's mean (an unbiased estimator); false-alarm probability at most 1e-3 a cell "
+                 "(Bonferroni over elements, tests, stages and examples); never compares draw by draw",
+        applies=_sampled,
+        examples=STATISTICS_EXAMPLES,
+        not_for_sparse="its tests compare dense outputs and gradients element by element; sparse inputs are not "
+                       "covered yet",
     ),
 )}
 

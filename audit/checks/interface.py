@@ -73,6 +73,7 @@ class Check:
     ``kinds`` are the entry kinds it has cells for (models have their own training checks).
     ``not_for_sparse``: why the property cannot be checked when an input is sparse (``layout: sparse_coo`` or
     ``sparse_csr``); such a cell is a ``skip`` saying so. Empty: the check runs on sparse inputs too.
+    ``examples`` caps the examples of a cell (0: ``--examples``), for a check whose every example is costly.
     Bump ``version`` whenever the check's verdicts can change.
     """
 
@@ -94,3 +95,4 @@ class Check:
     script_values: Callable | None = None
     not_for_sparse: str = ""
     version: int = 1
+    examples: int = 0

@@ -35,6 +35,7 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
         check.run(subject, case)
 
     examples = options.examples if claimed else options.unclaimed_examples
+    examples = min(examples, check.examples) if check.examples else examples
     try:
         found = explore(prop, for_check(entry, check), examples=examples, seed_value=seed, shrink=claimed,
                         budget=options.cell_budget(claimed), limit=options.failures)

@@ -326,7 +326,7 @@ def _guard(entry: Entry, rng_seed: int) -> list[str]:
     if entry.kind == "model":
         return []
     lines = [f"kind, mutates, views = {entry.kind!r}, {list(entry.mutates)!r}, {list(entry.views)!r}  # registry",
-             "_target = fn  # the target itself", GUARDED.format(seed=rng_seed), "audited = guarded(_target)"]
+             "_target, _reference = fn, ref  # the target and reference themselves", GUARDED.format(seed=rng_seed), "audited = guarded(_target)"]
     if entry.mutates or not entry.supports.deterministic:
         lines.append("fn, ref = audited, ref and guarded(ref)")
     return lines

@@ -23,7 +23,7 @@ SHORT = {"forward": "fwd", "gradcheck": "grad", "gradgradcheck": "grad2", "forwa
          "undefined_grad": "undef", "determinism": "det", "device": "dev", "noncontiguous": "strides",
          "saved_tensors": "saved", "autocast": "amp", "checkpoint": "ckpt", "opcheck": "opchk",
          "distributed": "ddp", "state_dict": "sd", "train_step": "train", "accumulation": "accum",
-         "partial_grad": "part", "shared_grad": "shared"}
+         "partial_grad": "part", "shared_grad": "shared", "statistics": "stats"}
 
 
 def short(name: str) -> str:

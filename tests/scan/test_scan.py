@@ -68,7 +68,7 @@ def test_static_scan_against_the_registry(monkeypatch):
     assert result.exit_code == 1
     assert {f["target"] for f in data["used_but_unregistered"]} == UNREGISTERED | {"examples_native::softsign_backward"}
     assert {f["entry"] for f in data["registered_and_used"]} == {"logsumexp", "sincos", "softmax", "softplus",
-                                                                 "softsign_native"}
+                                                                 "softsign_native", "dropout", "complex_filter"}
     assert any(n["kind"] == "kernel (CUDA)" for n in data["notes"])
 
 
