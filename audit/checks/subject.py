@@ -87,6 +87,24 @@ class Subject:
         return [a.clone() if i in mutates and isinstance(a, torch.Tensor) and a.is_leaf else a
                 for i, a in enumerate(args)]
 
+    def reference_draws_alike(self, case: Case) -> bool:
+        """Whether comparing the target with its reference draw by draw means something: always for a
+        deterministic entry; for a stochastic one, only when both make the same random draws (op and
+        shape, in order) on ``case``. A reference that draws otherwise (``bernoulli`` where the target
+        draws ``rand``, or once where it draws twice) samples the same distribution with other numbers:
+        the ``statistics`` check compares it by distribution, and the fixed-stream checks do not compare
+        it at all (a failure there would be a false alarm)."""
+        if self.entry.supports.deterministic or self.target.reference is None:
+            return True
+        found = self.state.setdefault("draws_alike", {})
+        key = case.describe()
+        if key not in found:
+            found[key] = _draws(self.evaluate, self.args(case)) == _draws(self.evaluate_reference, self.args(case))
+            if not found[key]:
+                self.metrics["reference"] = ("draws its random numbers otherwise than the target: not compared "
+                                             "draw by draw (statistics compares the distributions)")
+        return found[key]
+
     @contextmanager
     def stream(self, *, reseed: bool = True, canonical: bool = True):
         """torch's global generators re-seeded to the cell's seed; for an entry that claims
@@ -129,6 +147,13 @@ def _tensor(arg: TensorArg, dtype: str, device: str, layout: str = "contiguous")
     with torch.no_grad():
         tensor.copy_(values)
     return tensor.requires_grad_(arg.requires_grad and floating(tensor))
+
+
+def _draws(fn, args) -> list:
+    """The random draws ``fn(*args)`` makes (see :class:`~audit.engine.randomness.RecordedDraws`)."""
+    with torch.no_grad(), randomness.RecordedDraws() as recorded:
+        fn(*args)
+    return recorded.draws
 
 
 def laid_out(shape, dtype, device, layout: str) -> torch.Tensor:

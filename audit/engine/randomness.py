@@ -60,6 +60,26 @@ class CanonicalDraws(TorchDispatchMode):
             return func(*args, **kwargs)
 
 
+class RecordedDraws(TorchDispatchMode):
+    """While active, records each global-generator draw in :data:`DRAWS` as (op, shape), in order: two
+    callables that record the same list consume the random stream alike (meta-device shells, which
+    :class:`CanonicalDraws` computes once and caches, are not draws)."""
+
+    def __init__(self):
+        super().__init__()
+        self.draws: list[tuple[str, tuple]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if _is_draw(func) and not _private(args, kwargs):
+            shapes = tuple(tuple(t.shape) for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)
+                           and t.device.type != "meta")
+            if shapes:
+                self.draws.append((func._schema.name, shapes))
+        return out
+
+
 #: Whether each op seen is one of :data:`DRAWS` (every op of the target passes through the mode).
 _IS_DRAW: dict = {}
 #: The meta outputs of draws by op and argument metadata: random ops' meta kernels are Python refs

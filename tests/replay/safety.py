@@ -40,6 +40,7 @@ ROWS: list[Planted] = [
     Planted(f"{S}ExpInPlaceStashed", "saved_tensors", EXP, f"{S}ExpInPlace", "outside save_for_backward"),
     Planted(f"{S}NoiseGradDoubled", "gradcheck", NOISE, f"{S}Reparameterised", "with respect to input 1"),
     Planted(f"{S}NoiseGradForgotten", "gradcheck", NOISE, f"{S}Reparameterised", "with respect to input 1"),
+    Planted(f"{S}TwiceTheNoise", "forward", NOISE, f"{S}Reparameterised", "max |got - expected|"),
     # tests/fixtures/correct_shapes.py
     Planted(f"{C}ReturnsInput", "alias", VECTOR, f"{B}Cube", "input 0 changed: max |delta| = 1;"),
     Planted(f"{C}MulReturnsInput", "alias", ROWS_W, f"{B}RowScale",
