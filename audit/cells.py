@@ -124,6 +124,8 @@ def _status(entry: Entry, outcome: Outcome, claimed: bool, claim: str, today: st
     if not claimed:
         if held:
             hint = f"; claim it with {claim}: true" if claim else ""
+            if claim == "supports.dtypes":  # a probed dtype is claimed by listing it, not with true
+                hint = f"; claim it by adding {key.dtype} to supports.dtypes"
             return Status.XPASS, f"not claimed, yet held on {outcome.examples} examples{hint}", False
         return Status.UNSUPPORTED, f"not claimed ({claim or 'unclaimed'}); {outcome.message}", False
     if waiver is None or waiver.status != "fail":

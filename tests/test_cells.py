@@ -60,6 +60,9 @@ def test_errors_are_never_waived():
 
 def test_unclaimed_xpass_says_how_to_claim():
     assert "supports.compile: true" in _judge(HELD, False).message
+    probe = Outcome(CellKey("dtype", "bfloat16", "cpu"), HELD, "", examples=5)
+    cell = judge(_entry(), probe, claimed=False, claim="supports.dtypes", today="2026-11-29", repro="r")
+    assert cell.message.endswith("claim it by adding bfloat16 to supports.dtypes")  # not "supports.dtypes: true"
 
 
 @pytest.mark.parametrize("status, strict, gates", [

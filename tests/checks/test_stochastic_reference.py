@@ -44,3 +44,10 @@ def test_a_reference_that_draws_alike_is_still_compared_draw_by_draw(tmp_path):
     assert found.verdict == VIOLATED and "max |got - expected|" in found.message
     found = observe(entry(tmp_path, target=f"{I}:TwiceTheNoise", **NOISE), "gradcheck")
     assert found.verdict == VIOLATED and "against the reference" in found.message
+
+
+def test_an_entry_already_stochastic_is_not_told_to_claim_it(tmp_path):
+    spec = {**DROPOUT, "supports": {"deterministic": False}}
+    found = observe(entry(tmp_path, target=f"{S}:Dropout", **spec), "determinism", claimed=False, examples=5)
+    assert found.verdict == VIOLATED and "differs between two runs" in found.message
+    assert "deterministic: false" not in found.message
