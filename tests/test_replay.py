@@ -24,6 +24,8 @@ from audit.inputs.case import Case
 from tests.helpers import ROOT, entry, observe
 from tests.replay import Planted, not_replayed, rows
 
+pytestmark = pytest.mark.slow  # one observation per planted bug, then ~170 scripts in a fresh interpreter
+
 ROWS = rows()
 #: Every fixture module: a new one is inventoried without anyone remembering to list it.
 FIXTURES = tuple(sorted(p.stem for p in (Path(__file__).parent / "fixtures").glob("*.py") if p.stem != "__init__"))
