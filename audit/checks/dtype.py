@@ -3,6 +3,8 @@ for a complex dtype)."""
 
 from __future__ import annotations
 
+import functools
+
 from audit.checks.catalog import declared
 from audit.contract import REAL_PART, real_counterpart, widest_of
 from audit.checks import rounding, smoothness
@@ -25,7 +27,7 @@ def run(subject, case) -> None:
     baseline_fn = subject.evaluate_reference if referenced else subject.evaluate
     expected, expected_grads = vjp(baseline_fn, widened, grad_inputs(widened), subject.seed)
     against = "the reference" if referenced else widest_of(subject.dtype)
-    largest = rounding.once(lambda: rounding.largest_value(
+    largest = functools.cache(lambda: rounding.largest_value(  # measured once, and only when a comparison needs it
         lambda: vjp(baseline_fn, widened, grad_inputs(widened), subject.seed)))
     for label, got, want, values in (("output", outputs, expected, True),
                                      ("gradient of input", grads, expected_grads, False)):
@@ -85,7 +87,7 @@ failed = any(g.dtype != x.dtype for g, x in zip(gs, diff)) or any(t.dtype.to_rea
 if failed:
     print("dtypes:", [t.dtype for t in outs], [t.dtype for t in gs], "for", dtype, "inputs")
 # float16, bfloat16: scale applies to the largest value the float64 run passes through (operands, intermediates)
-magnitude = largest(lambda: grads(base, widened)) if scale else 0.0
+magnitude = largest_value(lambda: grads(base, widened)) if scale else 0.0
 failed |= differs("output vs the widest dtype", outs, wide_outs, magnitude=magnitude)
 failed |= differs("gradient vs the widest dtype", gs, wide_gs, magnitude=magnitude)
 sys.exit(1 if failed else 0)

@@ -24,10 +24,10 @@ def run(subject, case) -> None:
     with torch.no_grad():
         expected = outputs_of(subject.evaluate_reference(*subject.args(case, widest_of(subject.dtype))))
     tight = subject.dtype == widest_of(subject.dtype)
-    wide = subject.args(case, widest_of(subject.dtype))
+    widest = lambda: subject.args(case, widest_of(subject.dtype))  # noqa: E731 - built only if measured
     try:
         rounding.compare_rounded("output", outputs, [e.to(o.dtype) if not tight else e for o, e in zip(outputs, expected)],
-                                 subject.tolerance(tight=tight), lambda: rounding.largest_value(lambda: _call(subject, wide)))
+                                 subject.tolerance(tight=tight), lambda: rounding.largest_value(lambda: _call(subject, widest())))
     except Violation:
         if not smoothness.excused_anywhere(subject, "forward (against the reference)", case, wrap(subject, args),
                                            grad_inputs(args), values=True):
@@ -62,7 +62,7 @@ if ref is not None:  # against the reference, computed in float64 (complex128 fo
         expected = ref(*[wide(a.detach()) if torch.is_tensor(a) and floating(a) else a for a in args])
     exps = [e for e in (expected if isinstance(expected, (tuple, list)) else (expected,)) if torch.is_tensor(e)]
     # float16, bfloat16: scale applies to the largest value the target passes through in float64
-    magnitude = largest(lambda: fn(*[wide(a.detach()) if torch.is_tensor(a) and floating(a) else a
+    magnitude = largest_value(lambda: fn(*[wide(a.detach()) if torch.is_tensor(a) and floating(a) else a
                                      for a in args])) if scale else 0.0
     failed = differs("output", outs, [e.to(o.dtype) for o, e in zip(outs, exps)], magnitude=magnitude)
 elif not any(torch.is_tensor(a) and a.numel() == 0 for a in args):  # finite inputs, finite outputs

@@ -21,7 +21,7 @@ from audit.checks.tensors import compare_all
 from audit.registry.model import Tolerance
 
 
-class _Largest(TorchDispatchMode):
+class Largest(TorchDispatchMode):
     """Records the largest finite |value| among the floating tensors every operation takes and returns."""
 
     def __init__(self):
@@ -37,9 +37,9 @@ class _Largest(TorchDispatchMode):
         return out
 
 
-def largest_value(run: Callable[[], object]) -> float:
+def largest_value(run) -> float:  # no annotation that needs an import: replay scripts copy this source
     """The largest finite |value| any operation took or produced while ``run()`` ran (forward and backward)."""
-    with _Largest() as mode:
+    with Largest() as mode:
         run()
     return mode.largest
 
@@ -54,14 +54,3 @@ def compare_rounded(label: str, got, expected, tol: Tolerance, run: Callable[[],
             raise
         compare_all(label, got, expected, tol, magnitude=run())
 
-
-def once(compute: Callable[[], float]) -> Callable[[], float]:
-    """``compute`` run at most once, its result kept (a cell compares outputs and gradients of one run)."""
-    kept: list[float] = []
-
-    def cached() -> float:
-        if not kept:
-            kept.append(compute())
-        return kept[0]
-
-    return cached

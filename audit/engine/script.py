@@ -97,8 +97,8 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines += _case_lines(cases, dtype)
     if any(f"{name}(" in body for name in HELPERS):
         lines.append(GRADS_HELPER)
-    if "largest(" in body:
-        lines.append(LARGEST_HELPER)
+    if "largest_value(" in body:
+        lines.append(_largest_helper())
     lines.append(body)
     return "\n".join(lines) + "\n"
 
@@ -112,6 +112,17 @@ def _has_sparse(cases: list) -> bool:
     """Whether a sparse tensor is among the arguments of ``cases`` (cases, or lists of cases)."""
     flat = [c for item in cases for c in (item if isinstance(item, list) else [item])]
     return any(isinstance(a, TensorArg) and a.sparse_layout for c in flat for a in c.args)
+
+
+def _largest_helper() -> str:
+    """How the audit measures the largest value a computation passes through (audit.checks.rounding), as
+    source: the script allows low-precision rounding exactly as the cell did."""
+    import inspect
+
+    from audit.checks import rounding
+
+    return ("from torch.utils._python_dispatch import TorchDispatchMode\n\n\n"
+            + "\n\n".join(inspect.getsource(f) for f in (rounding.Largest, rounding.largest_value)))
 
 
 def _sparse_helper() -> str:
@@ -143,29 +154,6 @@ def _case_lines(cases: dict, dtype: str) -> list[str]:
     return lines
 
 
-LARGEST_HELPER = '''\
-from torch.utils._python_dispatch import TorchDispatchMode
-
-
-class Largest(TorchDispatchMode):
-    """The largest finite |value| among the floating tensors every operation takes and returns."""
-
-    largest = 0.0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for value in (*args, *(kwargs or {}).values(), *(out if isinstance(out, (tuple, list)) else (out,))):
-            if torch.is_tensor(value) and value.is_floating_point() and value.numel():
-                self.largest = max(self.largest, float(value.detach().abs().nan_to_num(nan=0.0, posinf=0.0).max()))
-        return out
-
-
-def largest(run):
-    """The largest value ``run()`` passes through (inputs, intermediates, gradients), as the audit measures it."""
-    with Largest() as mode:
-        run()
-    return mode.largest
-'''
 
 #: The functions GRADS_HELPER defines: a script that calls one gets them all.
 HELPERS = ("grads", "differs", "tensors_of", "live", "cotangents", "filled", "vjp", "fresh")
