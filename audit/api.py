@@ -72,10 +72,10 @@ def audit(target, *, inputs, name: str | None = None, owner="@tests", kind: str 
           **keys) -> AuditResult:
     """Audit ``target`` (an autograd.Function subclass, a torch.library op, a callable, or a
     ``"module:Qualname"`` / ``"namespace::op"`` string) on the entry described by the keywords."""
-    from audit.cells import judge
+    from audit.results.cells import judge
     from audit.checks import builtin
     from audit.engine.cell import run_cell
-    from audit.engine.options import RunOptions
+    from audit.runtime.options import RunOptions
     from audit.engine.plan import claims, plan
     from audit.registry.load import parse_registry, today
 
@@ -128,7 +128,7 @@ def _resolve(entry, target, reference):
     from dataclasses import replace
     from pathlib import Path
 
-    from audit.engine.target import Target, resolve
+    from audit.runtime.target import Target, resolve
 
     if isinstance(target, str) and (reference is None or isinstance(reference, str)):
         return resolve(entry, Path.cwd())
@@ -143,7 +143,7 @@ def _resolve(entry, target, reference):
 
 def resolve_reference(reference):
     """A reference given as an object or as ``"module:Qualname"``."""
-    from audit.engine.target import import_object
+    from audit.runtime.target import import_object
 
     if reference is None or callable(reference):
         return reference

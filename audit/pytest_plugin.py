@@ -119,7 +119,7 @@ def _results(session, config) -> dict:
     """Audit every selected item's entry once (in workers); cells by (registry, entry, check)."""
     if _RESULTS in config.stash:
         return config.stash[_RESULTS]
-    from audit.engine.options import RunOptions
+    from audit.runtime.options import RunOptions
     from audit.engine.run import run as run_engine
 
     wanted: dict = {}

@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime
 import re
 
-from audit import matrix as matrix_mod
 from audit.errors import UsageError
+from audit.results import matrix as matrix_mod
 
 
 def parse(text: str) -> tuple[int, int]:

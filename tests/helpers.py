@@ -8,10 +8,10 @@ import yaml
 
 from audit.checks import builtin
 from audit.engine.cell import run_cell
-from audit.engine.options import RunOptions
-from audit.engine.outcome import CellKey
-from audit.engine.target import resolve
 from audit.registry import load_registry
+from audit.results.outcome import CellKey
+from audit.runtime.options import RunOptions
+from audit.runtime.target import resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,6 +37,6 @@ def matrix_without_timings(text: str) -> dict:
     """A matrix with ``created``, timings and every other volatile field removed: what must be identical."""
     import json
 
-    from audit.matrix import comparable
+    from audit.results.matrix import comparable
 
     return comparable(json.loads(text))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from audit.cells import judge
 from audit.contract import Status
-from audit.engine.outcome import ERRORED, HELD, SKIPPED, VIOLATED, CellKey, Outcome
 from audit.registry.model import Entry, Expectation
+from audit.results.cells import judge
+from audit.results.outcome import ERRORED, HELD, SKIPPED, VIOLATED, CellKey, Outcome
 
 KEY = CellKey("compile", "float64", "cpu")
 
@@ -49,7 +49,7 @@ def test_waiver_for_another_dtype_does_not_apply():
 def test_expected_skip_does_not_gate_under_strict():
     cell = _judge(SKIPPED, True, Expectation("compile", "skip", "no GPU in CI"))
     assert cell.status == Status.SKIP and cell.expected
-    from audit.matrix import gating
+    from audit.results.matrix import gating
     assert gating([cell], strict=True) == []
     assert gating([_judge(SKIPPED, True)], strict=True)
 
@@ -80,13 +80,13 @@ def test_gate(status, strict, gates):
 ])
 def test_an_unclaimed_cell_never_gates_except_xpass_under_strict(verdict, strict, gates):
     """A probe that crashes or hangs (error) is recorded, not gated; --strict still asks to raise a claim."""
-    from audit.matrix import gating
+    from audit.results.matrix import gating
 
     cell = _judge(verdict, False)
     assert bool(gating([cell], strict=strict)) is gates
 
 
 def test_a_claimed_error_still_gates():
-    from audit.matrix import gating
+    from audit.results.matrix import gating
 
     assert gating([_judge(ERRORED, True)], strict=False)

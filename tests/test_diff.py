@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from audit.cli import cli
-from audit.diff import classify, diff
-from audit.reporters.diff import render_markdown, render_text
+from audit.reporters.changes import render_markdown, render_text
+from audit.results.changes import classify, diff
 
 ENV = {"torch": "2.12.0", "python": "3.11.7", "cuda": None, "devices": ["cpu"], "platform": "linux",
        "examples": 20, "compile_backend": "aot_eager", "seed": 0, "git_commit": "a", "registry_sha256": "r"}

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from audit.cli import cli
-from audit.diff import diff
+from audit.results.changes import diff
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from audit.checks import builtin
-from audit.checks.subject import Subject
-from audit.engine.options import RunOptions, cell_seed
-from audit.engine.outcome import VIOLATED
 from audit.engine.replay import replay_case
-from audit.engine.target import resolve
 from audit.inputs.case import Case
+from audit.results.outcome import VIOLATED
+from audit.runtime.options import RunOptions, cell_seed
+from audit.runtime.subject import Subject
+from audit.runtime.target import resolve
 from tests.helpers import ROOT, entry, observe
 from tests.replay import Planted, not_replayed, rows
 

@@ -3,11 +3,11 @@ share of the batch, equal the gradients of the whole batch."""
 
 from __future__ import annotations
 
-from audit.checks.catalog import declared
 from audit.checks import training
+from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.checks.tensors import mismatch
 from audit.registry.model import Tolerance
+from audit.toolkit.tensors import mismatch
 
 #: Summation order differs between the two: float32 rounding, not the property, sets the floor.
 TOLERANCE = {"float32": Tolerance(atol=1e-5, rtol=1e-4), "float64": Tolerance(atol=1e-9, rtol=1e-7)}

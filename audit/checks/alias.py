@@ -9,8 +9,8 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.jacobian import torch_sentence
-from audit.checks.tensors import differentiable, grad_outputs, mismatch, outputs_of, wide
+from audit.toolkit.jacobian import torch_sentence
+from audit.toolkit.tensors import differentiable, grad_outputs, mismatch, outputs_of, wide
 
 
 def run(subject, case) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import torch
 
-from audit.errors import first_line
 from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation
 from audit.contract import COMPLEX_DTYPES
-from audit.checks.tensors import compare_all, gradients, outputs_of
+from audit.errors import first_line
 from audit.registry.model import DEFAULT_TOLERANCE, Tolerance
+from audit.toolkit.tensors import compare_all, gradients, outputs_of
 
 #: The low-precision dtype autocast uses on each device (torch's defaults).
 LOW = {"cpu": "bfloat16", "cuda": "float16", "mps": "float16"}

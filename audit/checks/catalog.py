@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from audit.contract import COMPLEX_DTYPES
 from audit.checks.interface import OPERATOR_KINDS, Check, claimed_dtypes
+from audit.contract import COMPLEX_DTYPES
 from audit.registry.model import Entry
 
 

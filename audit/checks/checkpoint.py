@@ -11,7 +11,7 @@ from torch.utils.checkpoint import checkpoint
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.tensors import compare_all, gradients, mismatch, outputs_of
+from audit.toolkit.tensors import compare_all, gradients, mismatch, outputs_of
 
 IMPURE = ("forward is not pure: two runs from the same inputs and RNG state differ ({problem}); checkpoint "
           "recomputes forward during backward, so its gradients would use other values. Keep state out of "

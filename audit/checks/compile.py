@@ -8,10 +8,10 @@ from __future__ import annotations
 import time
 
 from audit.checks.catalog import declared
-from audit.checks import dynamo
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.tensors import compare_all, gradients, outputs_of
-from audit.checks.torch_bugs import COMPILE_MARK_DIRTY, TorchBugHit, compile_drops_mark_dirty
+from audit.toolkit import dynamo
+from audit.toolkit.tensors import compare_all, gradients, outputs_of
+from audit.toolkit.torch_bugs import COMPILE_MARK_DIRTY, TorchBugHit, compile_drops_mark_dirty
 
 
 def run(subject, case) -> None:

@@ -6,8 +6,7 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.checks.subject import grad_inputs
-from audit.checks.tensors import dense, differentiable, grad_outputs, outputs_of, wide
+from audit.toolkit.tensors import dense, differentiable, grad_inputs, grad_outputs, outputs_of, wide
 
 
 def run(subject, case) -> None:

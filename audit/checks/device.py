@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, vjp
+from audit.toolkit.tensors import compare_all, grad_inputs, vjp
 
 
 def run(subject, case) -> None:

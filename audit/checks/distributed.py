@@ -24,13 +24,13 @@ from pathlib import Path
 import torch
 
 from audit.checks.catalog import declared
-from audit.checks import ddp
 from audit.checks.interface import NotApplicable, Violation, tolerance_values
 from audit.contract import COMPLEX_DTYPES
-from audit.checks.tensors import mismatch
-from audit.engine.channel import spawn, tail
-from audit.engine.reaper import end_group
-from audit.engine.startup import starting
+from audit.runtime.channel import spawn, tail
+from audit.runtime.reaper import end_group
+from audit.runtime.startup import starting
+from audit.toolkit import ddp
+from audit.toolkit.tensors import mismatch
 
 WORLD = 2
 #: Seconds a rank may take to start (import torch, join the group), and to answer (loading an entry on first use).
@@ -39,7 +39,7 @@ ANSWER_TIMEOUT = 60.0
 
 
 class Ranks:
-    """A pair of rank processes, each with its own pipes (never stdout: see :mod:`audit.engine.channel`);
+    """A pair of rank processes, each with its own pipes (never stdout: see :mod:`audit.runtime.channel`);
     ``close()`` ends them."""
 
     def __init__(self):
@@ -47,7 +47,7 @@ class Ranks:
         env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
         # Append mode: the ranks write at the end even after this process reads the tail.
         self.logs = [open(self.folder / f"rank{rank}.log", "a+b") for rank in range(WORLD)]
-        self.children = [spawn("audit.checks.ddp_rank", [str(rank), str(WORLD), str(self.folder / "init"),
+        self.children = [spawn("audit.runtime.ddp_rank", [str(rank), str(WORLD), str(self.folder / "init"),
                                                          str(ANSWER_TIMEOUT)], env=env, log=log)
                          for rank, log in enumerate(self.logs)]
         self.specs: dict[tuple, str] = {}

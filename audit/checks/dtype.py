@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import functools
 
+from audit.checks import smoothness
 from audit.checks.catalog import declared
-from audit.contract import REAL_PART, real_counterpart, widest_of
-from audit.checks import rounding, smoothness
 from audit.checks.interface import Violation
-from audit.checks.jacobian import wrap
-from audit.checks.subject import grad_inputs
-from audit.checks.tensors import floating, vjp, wide
+from audit.contract import REAL_PART, real_counterpart, widest_of
+from audit.toolkit import rounding
+from audit.toolkit.jacobian import wrap
+from audit.toolkit.tensors import floating, grad_inputs, vjp, wide
 
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.subject import grad_inputs
-from audit.checks.tensors import differentiable, grad_outputs, outputs_of
+from audit.toolkit.tensors import differentiable, grad_inputs, grad_outputs, outputs_of
 
 
 def run(subject, case) -> None:

@@ -16,9 +16,9 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.tensors import compare_all, detached as _detached, outputs_of
 from audit.errors import first_line
 from audit.inputs.variants import resized
+from audit.toolkit.tensors import compare_all, detached as _detached, outputs_of
 
 MODES = (("non-strict", False), ("strict", True))
 STRICT_HINT = ("; the non-strict export agrees with eager, so the strict (Dynamo) trace baked in a value "

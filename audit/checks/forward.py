@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import torch
 
-from audit.contract import widest_of
+from audit.checks import smoothness
 from audit.checks.catalog import declared
-from audit.checks import rounding, smoothness
 from audit.checks.interface import Violation
-from audit.checks.jacobian import wrap
-from audit.checks.subject import grad_inputs
-from audit.checks.tensors import dense, floating, outputs_of
+from audit.contract import widest_of
+from audit.toolkit import rounding
+from audit.toolkit.jacobian import wrap
+from audit.toolkit.tensors import dense, floating, grad_inputs, outputs_of
 
 
 def run(subject, case) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from audit.checks.catalog import declared
 from audit.checks import smoothness
+from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.checks.jacobian import gradcheck_options, gradcheck_values, torch_sentence, wrap
-from audit.checks.subject import grad_inputs
 from audit.errors import first_line
+from audit.toolkit.jacobian import gradcheck_options, gradcheck_values, torch_sentence, wrap
+from audit.toolkit.tensors import grad_inputs
 
 
 def run(subject, case) -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
+from audit.checks import smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.checks import smoothness
-from audit.checks.jacobian import explain_gradcheck_failure, gradcheck_options, gradcheck_values, wrap
-from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, dense, floating, outputs_of, vjp, wide
 from audit.inputs.sparse import sparse_gradient_problem
+from audit.toolkit.jacobian import explain_gradcheck_failure, gradcheck_options, gradcheck_values, wrap
+from audit.toolkit.tensors import compare_all, dense, floating, grad_inputs, outputs_of, vjp, wide
 
 
 def run(subject, case) -> None:

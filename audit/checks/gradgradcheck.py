@@ -5,12 +5,11 @@ from __future__ import annotations
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-from audit.checks.catalog import declared
 from audit.checks import smoothness
+from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.checks.jacobian import gradcheck_options, gradcheck_values, torch_sentence, wrap
-from audit.checks.subject import grad_inputs
-from audit.checks.tensors import differentiable, grad_outputs, outputs_of
+from audit.toolkit.jacobian import gradcheck_options, gradcheck_values, torch_sentence, wrap
+from audit.toolkit.tensors import differentiable, grad_inputs, grad_outputs, outputs_of
 
 CUT = ("the backward's result does not require grad although grad_output does: autograd cannot see how it "
        "was computed (x.detach(), .data, numpy); build the backward from differentiable torch ops, or claim "

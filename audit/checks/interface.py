@@ -10,14 +10,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from audit.registry.model import Entry
+from audit.toolkit.violation import NotApplicable, Violation
 
-
-class Violation(Exception):
-    """The property did not hold on a case; the message says what, where and by how much."""
-
-
-class NotApplicable(Exception):
-    """The check cannot say anything about this entry here (e.g. no CUDA); the cell is a skip."""
+__all__ = ["Check", "NotApplicable", "Violation"]  # a local check's imports: the interface re-exports the exceptions
 
 
 def always(entry: Entry) -> bool:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from audit.errors import first_line
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.subject import grad_inputs, laid_out
-from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of, vjp
+from audit.errors import first_line
+from audit.runtime.subject import laid_out
+from audit.toolkit.tensors import compare_all, differentiable, filled, grad_inputs, grad_outputs, outputs_of, vjp
 
 
 def run(subject, case) -> None:

@@ -14,9 +14,9 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.tensors import floating, mismatch, outputs_of, widest
 from audit.errors import first_line
 from audit.frames import user_site
+from audit.toolkit.tensors import floating, mismatch, outputs_of, widest
 
 
 def run(subject, case) -> None:

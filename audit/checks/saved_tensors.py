@@ -6,7 +6,7 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.tensors import compare_all, differentiable, filled, floating, grad_outputs, outputs_of
+from audit.toolkit.tensors import compare_all, differentiable, filled, floating, grad_outputs, outputs_of
 
 ACCEPTED = ("modified by an inplace operation", "is a view and is being modified inplace",
             "has been modified inplace", "a leaf Variable that requires grad")

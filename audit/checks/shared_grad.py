@@ -12,8 +12,8 @@ import torch
 
 from audit.checks.catalog import MIN_BATCH, declared
 from audit.checks.interface import NotApplicable, Violation, tolerance_values
-from audit.checks.tensors import compare_all, floating, mismatch, outputs_of, widest
 from audit.inputs.case import Case, TensorArg
+from audit.toolkit.tensors import compare_all, floating, mismatch, outputs_of, widest
 
 
 

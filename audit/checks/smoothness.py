@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from audit.checks.jacobian import _EPS, _analytic, _numeric, _unravel, gradcheck_tolerance, realified
 from audit.contract import real_counterpart
+from audit.toolkit.jacobian import _EPS, _analytic, _numeric, _unravel, gradcheck_tolerance, realified
 
 #: At most this many mismatching Jacobian columns are probed; past it the failure stands.
 MAX_PROBES = 64
@@ -176,7 +176,7 @@ def excused_anywhere(subject, check: str, case, fn, inputs, *, values: bool = Fa
 
 
 def _real_view(fn, inputs, columns):
-    """``fn`` and ``inputs`` as real ones (:func:`~audit.checks.jacobian.realified`: a complex element is probed
+    """``fn`` and ``inputs`` as real ones (:func:`~audit.toolkit.jacobian.realified`: a complex element is probed
     along its real and its imaginary part), and the failing ``columns`` renumbered to match."""
     real_fn, real_inputs = realified(fn, inputs)
     if columns is not None:
@@ -204,7 +204,7 @@ def note(subject, check: str, case, kink: Kink) -> None:
 def backward_of(fn, cotangent_seed: int):
     """The gradients of <fn(xs), fixed random cotangents> as a differentiable function of ``xs``: where
     it has no derivative, neither has ``fn`` a second one."""
-    from audit.checks.tensors import filled, grad_outputs
+    from audit.toolkit.tensors import filled, grad_outputs
 
     def grads(*xs):
         with torch.enable_grad():

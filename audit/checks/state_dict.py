@@ -7,10 +7,10 @@ import io
 
 import torch
 
-from audit.errors import first_line
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.tensors import compare_all, gradients, outputs_of
+from audit.errors import first_line
+from audit.toolkit.tensors import compare_all, gradients, outputs_of
 
 LOST = ("a tensor the forward uses is not saved: make it a parameter or a registered buffer "
         "(self.register_buffer), or restore it in load_state_dict")

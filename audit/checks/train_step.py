@@ -13,8 +13,8 @@ import time
 
 import torch
 
-from audit.checks.catalog import declared
 from audit.checks import training
+from audit.checks.catalog import declared
 from audit.checks.interface import Violation
 
 

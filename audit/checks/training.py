@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from audit.errors import first_line
 from audit.checks.interface import Violation
+from audit.errors import first_line
 from audit.frames import is_user
 
 

@@ -6,8 +6,7 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.subject import grad_inputs
-from audit.checks.tensors import compare_all, differentiable, filled, grad_outputs, outputs_of
+from audit.toolkit.tensors import compare_all, differentiable, filled, grad_inputs, grad_outputs, outputs_of
 
 
 def run(subject, case) -> None:

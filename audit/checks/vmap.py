@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import torch
 
+from audit.checks import smoothness
 from audit.checks.catalog import declared
-from audit.checks import numerical, smoothness
-from audit.checks.jacobian import realified
 from audit.checks.interface import Violation, tolerance_values
-from audit.checks.tensors import compare_all, detached, floating, grad_outputs, mismatch, outputs_of
-from audit.checks.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit, is_setup_context_refusal
 from audit.inputs.variants import rearranged
+from audit.toolkit import numerical
+from audit.toolkit.jacobian import realified
+from audit.toolkit.tensors import compare_all, detached, floating, grad_outputs, mismatch, outputs_of
+from audit.toolkit.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit, is_setup_context_refusal
 
 #: Samples in the batch; each is the drawn case with its batched tensors' values reordered.
 BATCH = 3

@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 
 from audit.contract import Exit
-from audit.diff import check_matrix, diff
 from audit.errors import UsageError
-from audit.matrix import write_atomic
-from audit.reporters.diff import render_markdown, render_text
+from audit.reporters.changes import render_markdown, render_text
+from audit.results.changes import check_matrix, diff
+from audit.results.matrix import write_atomic
 
 
 def diff_command(old: str, new: str, output_format: str, out: str | None) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from audit import outlock, reports
+from audit import outlock
+from audit import publish
 from audit.commands.diff import read_matrix
 from audit.commands.run import drop_stale_scripts, show
 from audit.contract import Exit
@@ -21,7 +22,7 @@ def merge_command(shards, out: str, strict: bool, output_format: str = "text") -
     _point_replays(merged, out)
     with outlock.exclusive(folder):
         drop_stale_scripts(folder, _copy_scripts(shards, folder, wanted))
-        reports.write_all(folder, merged)
+        publish.write_all(folder, merged)
     show(merged, output_format)
     return Exit.GATE_FAILED if merged["verdict"] == "fail" else Exit.OK
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from audit import reports
+from audit import publish
 from audit.commands.diff import read_matrix
 from audit.console import color
 from audit.contract import Exit
-from audit.matrix import write_atomic
+from audit.results.matrix import write_atomic
 
 
 def report(matrix_path: str, output_format: str, by_owner: bool, out: str | None, verbosity: int = 0,
@@ -19,11 +19,11 @@ def report(matrix_path: str, output_format: str, by_owner: bool, out: str | None
     """Render ``matrix_path`` in ``output_format`` to ``out`` or stdout. Rendering is not gating: exit 0."""
     matrix = read_matrix(matrix_path)
     colored = out is None and color(sys.stdout)
-    text = reports.render(matrix, output_format, by_owner=by_owner, color=colored, verbosity=-1 if quiet else verbosity)
+    text = publish.render(matrix, output_format, by_owner=by_owner, color=colored, verbosity=-1 if quiet else verbosity)
     if out:
         write_atomic(Path(out), text)
     else:
         click.echo(text, nl=False, color=colored)  # click would strip the colours FORCE_COLOR asked for
     if output_format == "github":
-        reports.github_summary(matrix)
+        publish.github_summary(matrix)
     return Exit.OK

@@ -17,10 +17,10 @@ def repro(entry, check, registry, dtype, device, seed, examples, matrix, compile
           failure: int = 1) -> int:
     """Replay the stored case of the cell's ``failure``-th distinct failure (or search again with the seed);
     exit 1 when the failure reproduces."""
-    from audit.checks.subject import Subject
-    from audit.engine.options import RunOptions, cell_seed
+    from audit.runtime.subject import Subject
+    from audit.runtime.options import RunOptions, cell_seed
     from audit.engine.replay import replay_case
-    from audit.engine.target import resolve
+    from audit.runtime.target import resolve
 
     loaded = load_registry(registry)
     chosen = loaded.entry(entry) or _unknown(entry, loaded)

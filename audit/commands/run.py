@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from audit import matrix as matrix_mod
 from audit import profiles
 from audit import shard as shard_mod
+from audit import outlock
+from audit import publish
 from audit.commands.select import check_table, checks_dir, select_checks, select_entries
 from audit.console import color
 from audit.contract import Exit, Status
@@ -18,7 +19,7 @@ from audit.errors import UsageError
 from audit.profiles import settle
 from audit.registry.load import load_registry
 from audit.replays import script_name
-from audit import outlock, reports
+from audit.results import matrix as matrix_mod
 
 
 def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, max_memory, strict,
@@ -31,7 +32,7 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
     """
     loaded = load_registry(registry)  # first: a bad registry is refused before torch is imported
     with outlock.exclusive(Path(out)):  # one writer per --out, from the start: a second run is refused at once
-        from audit.engine.options import RunOptions
+        from audit.runtime.options import RunOptions
         from audit.engine.pool import prestart
         from audit.engine.run import run as run_engine
         from audit.progress import progress as make_progress
@@ -108,7 +109,7 @@ def _write(out: Path, matrix: dict, result) -> None:
     for name, script in scripts.items():
         matrix_mod.write_atomic(out / "repro" / name, script)
     drop_stale_scripts(out, set(scripts))
-    reports.write_all(out, matrix)
+    publish.write_all(out, matrix)
 
 
 def drop_stale_scripts(out: Path, kept: set[str]) -> None:
@@ -123,10 +124,10 @@ def show(matrix: dict, output_format: str, verbosity: int = 0) -> None:
     """The report on stdout: text, GitHub's annotations before it (and its job summary), or the matrix
     as JSON for tools."""
     colored = output_format == "text" and color(sys.stdout)
-    click.echo(reports.render(matrix, output_format, color=colored, width=_width(), verbosity=verbosity), nl=False,
+    click.echo(publish.render(matrix, output_format, color=colored, width=_width(), verbosity=verbosity), nl=False,
                color=colored)
     if output_format == "github":
-        reports.github_summary(matrix)
+        publish.github_summary(matrix)
 
 
 def _width() -> int:

@@ -12,7 +12,7 @@ import click
 from audit.console import color
 from audit.contract import Exit
 from audit.errors import UsageError
-from audit.matrix import write_atomic
+from audit.results.matrix import write_atomic
 
 STATUS_STYLE = {"registered": "green", "UNREGISTERED": "bold red", "not seen": "dim", "info": "blue"}
 
@@ -60,8 +60,8 @@ def _registry(path: str, *, required: bool):
 def _run_model(spec: str, shapes, dtype: str):
     import torch
 
-    from audit.engine.target import TargetError, import_object
-    from audit.scan.runtime import scan_model
+    from audit.runtime.target import TargetError, import_object
+    from audit.scan.tracing import scan_model
 
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))

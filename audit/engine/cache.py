@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from audit import __version__
-from audit.engine.outcome import ERRORED, VERDICTS, Outcome, outcome_from_json, outcome_to_json
+from audit.results.outcome import ERRORED, VERDICTS, Outcome, outcome_from_json, outcome_to_json
 
 #: Bump when the record's layout changes.
 FORMAT = 1
@@ -98,7 +98,7 @@ def code_fingerprint(entry, base: Path, checks_dir: Path | None = None) -> dict 
     for folder in (str(base), os.getcwd()):
         if folder not in sys.path:
             sys.path.insert(0, folder)
-    from audit.engine.native import is_native
+    from audit.runtime.native import is_native
 
     files = {}
     for item in [i for i in entry.load if is_native(i)]:

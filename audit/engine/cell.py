@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from audit.checks.subject import Subject
 from audit.engine.explore import explore
-from audit.engine.isolation import isolated
-from audit.engine.options import RunOptions, cell_seed
-from audit.engine.outcome import ERRORED, HELD, SKIPPED, VIOLATED, CellKey, Failure, Outcome
 from audit.engine.script import replay_script
 from audit.inputs.strategies import for_check
+from audit.results.outcome import ERRORED, HELD, SKIPPED, VIOLATED, CellKey, Failure, Outcome
+from audit.runtime.isolation import isolated
+from audit.runtime.options import RunOptions, cell_seed
+from audit.runtime.subject import Subject
 
 
 def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example=None) -> Outcome:

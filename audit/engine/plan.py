@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from audit.contract import DEVICE_ORDER, DTYPE_ORDER
-from audit.engine.outcome import CellKey
 from audit.registry.model import Entry
+from audit.results.outcome import CellKey
 
 
 def plan(entry: Entry, checks: dict, *, only=None, devices=None) -> list[CellKey]:

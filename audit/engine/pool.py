@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
 from audit.engine.cell import error_outcome
-from audit.engine.channel import spawn, tail
 from audit.engine.memory import EXIT_OUT_OF_MEMORY
-from audit.engine.reaper import end_group
-from audit.engine.options import RunOptions
+from audit.runtime.channel import spawn, tail
+from audit.runtime.options import RunOptions
+from audit.runtime.reaper import end_group
 
 LOADING = "loading the target"
 MAX_RESTARTS = 3

@@ -12,7 +12,7 @@ def replay_case(check, subject, case) -> str:
     when the property holds there. The global generators are seeded as the cell seeded them, so a target
     that draws from them draws what it drew in the audit."""
     from audit.engine.cell import seed_global_generators
-    from audit.engine.isolation import isolated
+    from audit.runtime.isolation import isolated
 
     with isolated():  # global torch state the target changes is put back, as run_cell puts it back
         seed_global_generators(subject.seed)

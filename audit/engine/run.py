@@ -6,16 +6,16 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from audit.cells import Cell, judge
 from audit.contract import DEVICE_ORDER, DTYPE_ORDER
 from audit.engine.cache import Cache, audit_digest, cell_key, code_fingerprint
-from audit.engine.options import RunOptions
 from audit.engine.plan import claims, plan
 from audit.engine.pool import run_jobs
 from audit.engine.worker import environment as local_environment
 from audit.registry.load import today
 from audit.registry.model import Entry, Registry
 from audit.replays import script_command, script_name
+from audit.results.cells import Cell, judge
+from audit.runtime.options import RunOptions
 
 
 @dataclass(frozen=True)

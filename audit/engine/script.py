@@ -39,7 +39,7 @@ def wide(x):
 '''
 
 
-#: The audit's comparison (audit.checks.tensors.mismatch), in every script: ``scale`` is a share of the
+#: The audit's comparison (audit.toolkit.tensors.mismatch), in every script: ``scale`` is a share of the
 #: expected tensor's largest value, added to atol (8 eps in float16 and bfloat16, else 0).
 CLOSE = '''
 
@@ -115,11 +115,11 @@ def _has_sparse(cases: list) -> bool:
 
 
 def _largest_helper() -> str:
-    """How the audit measures the largest value a computation passes through (audit.checks.rounding), as
+    """How the audit measures the largest value a computation passes through (audit.toolkit.rounding), as
     source: the script allows low-precision rounding exactly as the cell did."""
     import inspect
 
-    from audit.checks import rounding
+    from audit.toolkit import rounding
 
     return ("from torch.utils._python_dispatch import TorchDispatchMode\n\n\n"
             + "\n\n".join(inspect.getsource(f) for f in (rounding.Largest, rounding.largest_value)))

@@ -14,8 +14,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from audit.engine import memory
-from audit.engine.channel import connect
-from audit.engine.startup import report_to
+from audit.runtime.channel import connect
+from audit.runtime.startup import report_to
 
 
 #: What the first cell would otherwise import: the audit's cell runner (Hypothesis) and what torch imports on
@@ -60,8 +60,8 @@ def _job(job, outbox: Connection) -> None:
     """Audit one entry's cells. Global torch state the entry's import leaves (a module that sets its default
     dtype) stays for its cells, as its users see it, and is undone after the entry; :func:`run_cell` undoes
     what each cell changes."""
-    from audit.engine.isolation import isolated
-    from audit.engine.reaper import end_strays
+    from audit.runtime.isolation import isolated
+    from audit.runtime.reaper import end_strays
 
     checks = _checks(job["options"].checks_dir)
     with isolated():
@@ -77,7 +77,7 @@ def _job(job, outbox: Connection) -> None:
 def _load(job, outbox: Connection):
     """The entry's target, announced to the parent; None, and every cell an error, when it cannot be loaded."""
     from audit.engine.cell import error_outcome
-    from audit.engine.target import TargetError, resolve
+    from audit.runtime.target import TargetError, resolve
 
     try:
         target = resolve(job["entry"], Path(job["options"].base))

@@ -56,8 +56,8 @@ def _keys(entry, resolve: bool) -> list[str]:
     keys = [entry.target]
     if resolve and entry.kind == "function":
         try:
-            from audit.engine.target import import_object
-            from audit.scan.runtime import function_target
+            from audit.runtime.target import import_object
+            from audit.scan.tracing import function_target
 
             keys.append(function_target(import_object(entry.target)))
         except Exception:  # an entry that does not import is the audit's to report, not the scan's

@@ -13,13 +13,13 @@ from torch.autograd.gradcheck import GradcheckError
 
 from audit.checks import catalog
 from audit.checks.interface import numeric_dtypes
-from audit.checks.jacobian import explain_gradcheck_failure, gradcheck_options
-from audit.checks.tensors import grad_outputs, mismatch
-from audit.engine.outcome import HELD, SKIPPED, VIOLATED
 from audit.engine.script import _arg
 from audit.inputs.case import Case, TensorArg
 from audit.inputs.strategies import cases
 from audit.registry.model import Entry, Supports, Tolerance, TensorSpec
+from audit.results.outcome import HELD, SKIPPED, VIOLATED
+from audit.toolkit.jacobian import explain_gradcheck_failure, gradcheck_options
+from audit.toolkit.tensors import grad_outputs, mismatch
 from tests.helpers import entry, observe
 
 X = "tests.fixtures.complex_ops:"

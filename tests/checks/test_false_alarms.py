@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from audit.checks.jacobian import torch_sentence
-from audit.checks.tensors import mismatch
-from audit.engine.outcome import HELD, VIOLATED
 from audit.registry.model import Tolerance
+from audit.results.outcome import HELD, VIOLATED
+from audit.toolkit.jacobian import torch_sentence
+from audit.toolkit.tensors import mismatch
 from tests.fixtures import correct_shapes
 from tests.helpers import entry, observe
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.jacobian import SLOW_MODE_LIMIT, gradcheck_options
-from audit.engine.outcome import HELD, VIOLATED
+from audit.results.outcome import HELD, VIOLATED
+from audit.toolkit.jacobian import SLOW_MODE_LIMIT, gradcheck_options
 from tests.helpers import entry, observe
 
 F = "tests.fixtures.broken"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from audit.engine.outcome import HELD, SKIPPED, VIOLATED
+from audit.results.outcome import HELD, SKIPPED, VIOLATED
 from tests.helpers import entry, observe
 
 S = "tests.fixtures.inplace_stochastic"
@@ -73,8 +73,8 @@ def test_an_in_place_output_kept_outside_save_for_backward_fails_saved_tensors(t
 
 
 def test_the_audit_never_writes_its_own_leaf(tmp_path):
-    from audit.checks.subject import Subject
-    from audit.engine.target import resolve
+    from audit.runtime.subject import Subject
+    from audit.runtime.target import resolve
     from audit.inputs.case import Case, TensorArg
     from tests.helpers import ROOT
 
@@ -126,7 +126,7 @@ DRAWS = {
 
 
 def _draw(draw, dtype, layout: str) -> torch.Tensor:
-    from audit.engine import randomness
+    from audit.runtime import randomness
 
     template = torch.zeros(5, 20, dtype=dtype)  # 100 elements: torch's float32 and float64 streams differ
     template = template.t().contiguous().t() if layout == "transposed" else template
@@ -147,7 +147,7 @@ def test_canonical_draws_are_the_same_in_every_dtype_and_layout(draw):
 
 
 def test_canonical_draws_leave_a_private_generator_alone():
-    from audit.engine import randomness
+    from audit.runtime import randomness
 
     private = torch.Generator().manual_seed(3)
     expected = torch.randn(20, generator=private, dtype=torch.float32)
@@ -161,7 +161,7 @@ def test_canonical_draws_leave_a_private_generator_alone():
 def test_compile_on_a_correct_in_place_function_is_never_a_failure(tmp_path):
     """torch 2.13's compile drops mark_dirty (pytorch/pytorch#184113): a skip naming PyTorch's bug, found
     by behaviour, so that a fixed torch gives a real verdict."""
-    from audit.checks.torch_bugs import compile_drops_mark_dirty
+    from audit.toolkit.torch_bugs import compile_drops_mark_dirty
 
     spec = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 3]}, "mutates": [0], "supports": {"compile": True}}
     found = observe(entry(tmp_path, target="tests.fixtures.inplace_stochastic:ScaleInPlace", **spec), "compile",

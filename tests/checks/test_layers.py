@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from audit.cli import cli
-from audit.engine.outcome import HELD, VIOLATED
 from audit.errors import RegistryError
+from audit.results.outcome import HELD, VIOLATED
 from tests.helpers import entry, observe
 
 L = "tests.fixtures.layers"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.engine.outcome import HELD, VIOLATED
+from audit.results.outcome import HELD, VIOLATED
 from tests.helpers import entry, observe
 
 B = "tests.fixtures.broken"
@@ -66,9 +66,9 @@ def test_device_cuda_is_a_skip_without_cuda(tmp_path):
 
     from audit.checks import builtin
     from audit.engine.cell import run_cell
-    from audit.engine.options import RunOptions
-    from audit.engine.outcome import SKIPPED, CellKey
-    from audit.engine.target import resolve
+    from audit.runtime.options import RunOptions
+    from audit.results.outcome import SKIPPED, CellKey
+    from audit.runtime.target import resolve
     from tests.helpers import ROOT
 
     if torch.cuda.is_available():
@@ -85,9 +85,9 @@ def test_device_cuda_matches_cpu(tmp_path):
 
     from audit.checks import builtin
     from audit.engine.cell import run_cell
-    from audit.engine.options import RunOptions
-    from audit.engine.outcome import CellKey
-    from audit.engine.target import resolve
+    from audit.runtime.options import RunOptions
+    from audit.results.outcome import CellKey
+    from audit.runtime.target import resolve
     from tests.helpers import ROOT
 
     if not torch.cuda.is_available():

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from audit.checks.jacobian import gradcheck_tolerance
-from audit.checks.subject import Subject
-from audit.engine.outcome import HELD, VIOLATED
+from audit.results.outcome import HELD, VIOLATED
+from audit.runtime.subject import Subject
+from audit.toolkit.jacobian import gradcheck_tolerance
 from tests.helpers import entry, observe
 
 P = "tests.fixtures.low_precision"

@@ -15,12 +15,12 @@ import pytest
 
 from audit.checks import builtin
 from audit.engine.cell import cell_seed
-from audit.engine.options import RunOptions
-from audit.engine.outcome import HELD, VIOLATED
 from audit.engine.replay import replay_case
-from audit.engine.target import resolve
-from audit.checks.subject import Subject
 from audit.inputs.case import Case
+from audit.results.outcome import HELD, VIOLATED
+from audit.runtime.options import RunOptions
+from audit.runtime.subject import Subject
+from audit.runtime.target import resolve
 from tests.fixtures import replay_thirdparty
 from tests.helpers import ROOT, entry, observe
 

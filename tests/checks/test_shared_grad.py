@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audit.checks import builtin
-from audit.engine.outcome import HELD, SKIPPED, VIOLATED
+from audit.results.outcome import HELD, SKIPPED, VIOLATED
 from tests.helpers import entry, observe
 
 P = "tests.fixtures.partial"

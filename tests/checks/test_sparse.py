@@ -11,12 +11,12 @@ import torch
 from hypothesis import given, seed, settings
 
 from audit.checks import builtin
-from audit.checks.subject import Subject
-from audit.engine.outcome import HELD, SKIPPED, VIOLATED
 from audit.engine.script import _rendered, _sparse_helper
-from audit.engine.target import resolve
 from audit.inputs.case import Case, TensorArg
 from audit.inputs.strategies import patterns
+from audit.results.outcome import HELD, SKIPPED, VIOLATED
+from audit.runtime.subject import Subject
+from audit.runtime.target import resolve
 from tests.helpers import ROOT, entry, observe
 
 S = "tests.fixtures.sparse_ops"

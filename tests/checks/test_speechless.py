@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.engine.outcome import VIOLATED
+from audit.results.outcome import VIOLATED
 from tests.helpers import entry, observe
 
 SPEC = {"target": "tests.fixtures.hostile:Speechless", "inputs": [{"shape": ["B", "N"]}], "dims": {"B": [1, 2], "N": [1, 3]},

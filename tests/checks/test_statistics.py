@@ -16,9 +16,9 @@ from audit.checks import statistics as stats
 from audit.checks.catalog import STATISTICS_EXAMPLES
 from audit.checks.interface import Check
 from audit.engine.cell import run_cell
-from audit.engine.options import RunOptions
-from audit.engine.outcome import HELD, VIOLATED, CellKey
-from audit.engine.target import resolve
+from audit.results.outcome import HELD, VIOLATED, CellKey
+from audit.runtime.options import RunOptions
+from audit.runtime.target import resolve
 from tests.helpers import ROOT, entry, observe
 
 S = "tests.fixtures.stochastic"

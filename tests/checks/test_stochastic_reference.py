@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audit.checks.subject import Subject
-from audit.engine.outcome import HELD, VIOLATED
-from audit.engine.target import resolve
 from audit.inputs.case import Case, TensorArg
+from audit.results.outcome import HELD, VIOLATED
+from audit.runtime.subject import Subject
+from audit.runtime.target import resolve
 from tests.helpers import ROOT, entry, observe
 
 S = "tests.fixtures.stochastic"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.engine.outcome import HELD, SKIPPED, VIOLATED
+from audit.results.outcome import HELD, SKIPPED, VIOLATED
 from tests.helpers import entry, observe
 
 T = "tests.fixtures.transforms"
@@ -159,7 +159,7 @@ def _rank_processes() -> list[int]:
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             command, environment = (proc / "cmdline").read_bytes(), (proc / "environ").read_bytes()
-            if b"audit.checks.ddp_rank" in command and ours in environment:
+            if b"audit.runtime.ddp_rank" in command and ours in environment:
                 found.append(int(proc.name))
         except OSError:
             continue

@@ -58,7 +58,7 @@ def test_run_prints_the_matrix_as_json_on_stdout(write_registry, tmp_path):
 
 
 def test_the_matrix_names_the_registry_relative_to_the_repository_root(tmp_path, monkeypatch):
-    from audit.matrix import repository_path
+    from audit.results.matrix import repository_path
 
     nested = tmp_path / "repo" / "ops" / "registry.yaml"
     nested.parent.mkdir(parents=True)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from audit.engine.cache import Cache
-from audit.engine.outcome import HELD, CellKey, Outcome
+from audit.results.outcome import HELD, CellKey, Outcome
 
 KEY = "ab" + "c" * 62
 GOOD = Outcome(CellKey("gradcheck", "float64", "cpu"), HELD, "", 20, 0.5)

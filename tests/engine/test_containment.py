@@ -86,7 +86,7 @@ LOCAL_CHECKS = '''\
 import time
 
 from audit.checks.interface import Check
-from audit.engine.startup import starting
+from audit.runtime.startup import starting
 
 
 def warm(subject, case):

@@ -6,7 +6,7 @@ import importlib
 import sys
 import textwrap
 
-from audit.engine import definition
+from audit.runtime import definition
 
 MODULE = '''
 import torch

@@ -13,13 +13,13 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import strategies as st
 
-from audit.cells import Cell, judge
 from audit.checks.interface import Violation
 from audit.cli import cli
 from audit.engine import explore as explore_mod
 from audit.engine.explore import MAX_FAILURES, explore, failure_kind
-from audit.engine.outcome import HELD, VIOLATED, outcome_from_json, outcome_to_json
 from audit.reporters import github, html, junit, markdown, sarif, terminal
+from audit.results.cells import Cell, judge
+from audit.results.outcome import HELD, VIOLATED, outcome_from_json, outcome_to_json
 from tests.helpers import ROOT, entry, observe
 from tests.reporters.sample import matrix
 

@@ -13,8 +13,8 @@ import torch
 from click.testing import CliRunner
 
 from audit.cli import cli
-from audit.engine.isolation import PARTS, isolated
-from audit.engine.outcome import HELD
+from audit.results.outcome import HELD
+from audit.runtime.isolation import PARTS, isolated
 from tests.helpers import entry, observe
 
 G = "tests.fixtures.global_state"

@@ -9,9 +9,9 @@ import yaml
 from click.testing import CliRunner
 
 from audit.cli import cli
-from audit.engine import native
-from audit.engine.outcome import HELD, VIOLATED
-from audit.engine.target import _digest
+from audit.results.outcome import HELD, VIOLATED
+from audit.runtime import native
+from audit.runtime.target import _digest
 from tests.conftest import ROOT
 from tests.helpers import entry, observe
 

@@ -55,8 +55,8 @@ def test_kink_push_stays_in_domain():
 
 
 def test_a_zero_dim_input_is_drawn_zero_dim(tmp_path):
-    from audit.checks.subject import Subject
-    from audit.engine.target import resolve
+    from audit.runtime.subject import Subject
+    from audit.runtime.target import resolve
     from tests.helpers import ROOT, entry
 
     spec = entry(tmp_path, target="tests.fixtures.broken:Cube", inputs=[{"shape": []}])

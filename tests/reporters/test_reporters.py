@@ -99,9 +99,9 @@ def _forged() -> dict:
 
 
 def test_no_line_of_the_github_format_is_a_command_the_data_wrote():
-    from audit import reports
+    from audit import publish
 
-    lines = reports.render(_forged(), "github").splitlines()
+    lines = publish.render(_forged(), "github").splitlines()
     stop = next(i for i, line in enumerate(lines) if line.startswith("::stop-commands::"))
     token = lines[stop].split("::")[2]
     assert lines[-1] == f"::{token}::" and token not in "\n".join(lines[stop + 1:-1])

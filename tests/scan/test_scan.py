@@ -14,8 +14,8 @@ from audit.registry.load import load_registry
 from audit.scan import codeowners, stubs
 from audit.scan.compare import compare
 from audit.scan.findings import Call, Finding
-from audit.scan.runtime import scan_model
 from audit.scan.static import scan_sources
+from audit.scan.tracing import scan_model
 from examples.intake import build_block, build_mlp
 from tests.conftest import ROOT
 

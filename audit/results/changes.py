@@ -1,16 +1,16 @@
 """Two matrices compared: what regressed, what was fixed, what changed underneath (code or environment).
 
 Cells are matched by (entry, check, dtype, device). Pure data in, a frozen :class:`Diff` out; the
-reporters in :mod:`audit.reporters.diff` render it.
+reporters in :mod:`audit.reporters.changes` render it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.cells import Cell
 from audit.contract import MATRIX_SCHEMA
 from audit.errors import UsageError
+from audit.results.cells import Cell
 
 GATING = {"fail", "error"}
 WORKING = {"pass", "xpass"}

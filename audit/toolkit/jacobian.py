@@ -7,9 +7,8 @@ import re
 import torch
 
 from audit.contract import real_counterpart
-from audit.checks.subject import grad_inputs
-from audit.checks.tensors import dense, filled, floating, grad_outputs, outputs_of, wide
 from audit.registry.model import Tolerance
+from audit.toolkit.tensors import dense, filled, floating, grad_inputs, grad_outputs, outputs_of, wide
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
 SLOW_MODE_LIMIT = 1024

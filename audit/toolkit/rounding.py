@@ -16,9 +16,9 @@ from typing import Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from audit.checks.interface import Violation
-from audit.checks.tensors import compare_all
 from audit.registry.model import Tolerance
+from audit.toolkit.tensors import compare_all
+from audit.toolkit.violation import Violation
 
 
 class Largest(TorchDispatchMode):

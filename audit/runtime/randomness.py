@@ -1,6 +1,6 @@
 """The random stream a target sees: the same at every evaluation of a case, in any dtype, layout or device.
 
-Two measures, both applied by :meth:`audit.checks.subject.Subject.guard`:
+Two measures, both applied by :meth:`audit.runtime.subject.Subject.guard`:
 
 - :func:`reseed` before every evaluation puts torch's global CPU generator (and CUDA's, once initialised)
   back to the cell's seed, so finite differences, a float64 rerun and a rerun after an in-place write all

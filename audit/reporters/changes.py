@@ -1,9 +1,9 @@
-"""A :class:`~audit.diff.Diff` as text for a terminal or as Markdown, read from the top: the verdict,
+"""A :class:`~audit.results.changes.Diff` as text for a terminal or as Markdown, read from the top: the verdict,
 what changed underneath, regressions grouped by owner, then the rest."""
 
 from __future__ import annotations
 
-from audit.diff import CLASSES, TITLES, CellChange, Diff
+from audit.results.changes import CLASSES, TITLES, CellChange, Diff
 
 
 def headline(d: Diff) -> str:

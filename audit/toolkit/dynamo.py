@@ -8,8 +8,8 @@ import logging
 
 import torch
 
-from audit.checks.interface import Violation
 from audit.inputs.variants import resized
+from audit.toolkit.violation import Violation
 
 #: Shapes in the sweep; with automatic dynamic shapes, the third new shape must not compile again.
 SWEEP = 4

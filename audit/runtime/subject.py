@@ -10,13 +10,13 @@ import numpy as np
 import torch
 
 from audit.contract import real_counterpart
-from audit.checks.tensors import floating
-from audit.engine import randomness
-from audit.engine.options import RunOptions
-from audit.engine.target import Target
 from audit.inputs.case import Case, TensorArg
 from audit.inputs.sparse import sparse_from, through_dense
 from audit.registry.model import DEFAULT_TOLERANCE, Entry, Tolerance
+from audit.runtime import randomness
+from audit.runtime.options import RunOptions
+from audit.runtime.target import Target
+from audit.toolkit.tensors import floating
 
 #: For float64 results compared with a float64 reference: tight enough that float32 arithmetic
 #: hidden under a float64 input (relative error about 1e-8) is caught.
@@ -109,7 +109,7 @@ class Subject:
     def stream(self, *, reseed: bool = True, canonical: bool = True):
         """torch's global generators re-seeded to the cell's seed; for an entry that claims
         ``supports.deterministic: false``, draws made the same in every dtype, layout and device
-        (:mod:`audit.engine.randomness`)."""
+        (:mod:`audit.runtime.randomness`)."""
         if reseed:
             randomness.reseed(self.seed)
         if not canonical or self.entry.supports.deterministic:
@@ -150,7 +150,7 @@ def _tensor(arg: TensorArg, dtype: str, device: str, layout: str = "contiguous")
 
 
 def _draws(fn, args) -> list:
-    """The random draws ``fn(*args)`` makes (see :class:`~audit.engine.randomness.RecordedDraws`)."""
+    """The random draws ``fn(*args)`` makes (see :class:`~audit.runtime.randomness.RecordedDraws`)."""
     with torch.no_grad(), randomness.RecordedDraws() as recorded:
         fn(*args)
     return recorded.draws
@@ -171,8 +171,3 @@ def laid_out(shape, dtype, device, layout: str) -> torch.Tensor:
         return torch.empty(shape, dtype=dtype, device=device).contiguous(memory_format=torch.channels_last)
     # torch.empty gives the standard contiguous strides even for empty shapes (numpy may not).
     return torch.empty(shape, dtype=dtype, device=device)
-
-
-def grad_inputs(args: list) -> list[torch.Tensor]:
-    """The arguments a gradient is taken with respect to."""
-    return [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]

@@ -1,6 +1,6 @@
 """Every process a cell starts ends with the cell.
 
-Workers and distributed ranks each lead a process group of their own (:func:`audit.engine.channel.spawn`):
+Workers and distributed ranks each lead a process group of their own (:func:`audit.runtime.channel.spawn`):
 what the code under audit starts (a subprocess, a pool, a server) joins that group. After each cell the
 worker or rank ends every other member of its group, and a worker or rank that is closed takes its whole
 group with it.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from audit.contract import Status
-from audit.engine.outcome import ERRORED, HELD, SKIPPED, Failure, Outcome
 from audit.registry.model import Entry
+from audit.results.outcome import ERRORED, HELD, SKIPPED, Failure, Outcome
 
 
 @dataclass(frozen=True)

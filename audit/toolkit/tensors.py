@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.interface import Violation
 from audit.registry.model import Tolerance
+from audit.toolkit.violation import Violation
 
 
 def outputs_of(result) -> list[torch.Tensor]:
@@ -78,7 +78,7 @@ def filled(grads, inputs) -> list[torch.Tensor]:
 def mismatch(got: torch.Tensor, expected: torch.Tensor, tol: Tolerance, magnitude: float = 0.0) -> str | None:
     """Why ``got`` is not close to ``expected`` (largest error and where), or None when it is; sparse tensors
     compare by their dense values (zeros where unspecified). ``tol.scale`` applies to the largest |expected|,
-    or to ``magnitude`` (the largest value its computation passed through, :mod:`audit.checks.rounding`)
+    or to ``magnitude`` (the largest value its computation passed through, :mod:`audit.toolkit.rounding`)
     when that is larger."""
     got, expected = dense(got), dense(expected)
     if got.shape != expected.shape:
@@ -148,3 +148,8 @@ def compare_all(label: str, got, expected, tol: Tolerance, magnitude: float = 0.
         problem = mismatch(g, e, tol, magnitude)
         if problem:
             raise Violation(f"{label} {i}: {problem}")
+
+
+def grad_inputs(args: list) -> list[torch.Tensor]:
+    """The arguments a gradient is taken with respect to."""
+    return [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]

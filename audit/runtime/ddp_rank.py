@@ -1,9 +1,9 @@
-"""One rank of the distributed check: ``python -m audit.checks.ddp_rank READ_FD WRITE_FD RANK WORLD INIT_FILE
+"""One rank of the distributed check: ``python -m audit.runtime.ddp_rank READ_FD WRITE_FD RANK WORLD INIT_FILE
 TIMEOUT``.
 
 Joins a gloo process group on the loopback interface once, then answers each request on its pipe (the
 pickled cell to load, a case, the batch dim) with its gradients under DistributedDataParallel, or the
-error. The pipes are the protocol's own (see :mod:`audit.engine.channel`): what a target prints goes to
+error. The pipes are the protocol's own (see :mod:`audit.runtime.channel`): what a target prints goes to
 the rank's log. Targets are loaded on first use and kept, so one pair of ranks serves every cell of a
 worker; global torch state a request changes is put back after it, as in the worker. Dies with its
 parent (Linux), and ends when the parent closes the pipe.
@@ -20,12 +20,12 @@ import traceback
 from pathlib import Path
 
 from audit.errors import first_line
-from audit.engine.channel import connect
+from audit.runtime.channel import connect
 
 
 def main(argv: list[str]) -> int:
     """Join the group, then serve requests until the parent closes the pipe."""
-    from audit.engine.reaper import end_strays
+    from audit.runtime.reaper import end_strays
 
     inbox, outbox = connect(argv)
     rank, world, init_file, timeout = int(argv[2]), int(argv[3]), argv[4], float(argv[5])
@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
 
 def _answer(request: dict, loaded: dict, rank: int, world: int) -> dict:
     """This rank's gradients for ``request``, or the error, with where it happened."""
-    from audit.engine.isolation import isolated
+    from audit.runtime.isolation import isolated
 
     try:
         subject, state = _subject(request["spec"], loaded)
@@ -68,9 +68,9 @@ def _answer(request: dict, loaded: dict, rank: int, world: int) -> dict:
 def _subject(spec: str, loaded: dict):
     """The cell's subject, loaded on first use, and the global state its import left (its cells run with it,
     as in the worker; other entries do not)."""
-    from audit.checks.subject import Subject
-    from audit.engine.isolation import GlobalState, isolated
-    from audit.engine.target import resolve
+    from audit.runtime.subject import Subject
+    from audit.runtime.isolation import GlobalState, isolated
+    from audit.runtime.target import resolve
 
     if spec not in loaded:
         with open(spec, "rb") as handle:
@@ -87,7 +87,7 @@ def _gradients(subject, request: dict, rank: int, world: int) -> dict[str, list]
     ``world`` (DDP averages; the check compares sums)."""
     import torch
 
-    from audit.checks import ddp
+    from audit.toolkit import ddp
     from audit.inputs.case import Case
 
     args = subject.args(Case.from_json(request["case"]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.checks.interface import NotApplicable
+from audit.toolkit.violation import NotApplicable
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from audit import matrix as matrix_mod
 from audit.reporters import github, html, junit, markdown, sarif, terminal
+from audit.results import matrix as matrix_mod
 
 #: What ``audit run`` and ``audit merge`` write beside the matrix.
 FILES = {"matrix.md": markdown.render, "matrix.html": html.render, "junit.xml": junit.render}

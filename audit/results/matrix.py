@@ -9,9 +9,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from audit.cells import Cell
 from audit.contract import MATRIX_SCHEMA, Status
 from audit.errors import OutputError
+from audit.results.cells import Cell
 
 
 def build(result, registry, seed: int) -> dict:

@@ -27,7 +27,7 @@ class Child:
 
 def spawn(module: str, args: list[str], *, env: dict, log) -> Child:
     """Start ``python -m module READ_FD WRITE_FD *args`` (see :func:`connect`) as the leader of a process
-    group of its own (what it starts can be ended with it: :mod:`audit.engine.reaper`); its stdout and
+    group of its own (what it starts can be ended with it: :mod:`audit.runtime.reaper`); its stdout and
     stderr go to ``log``, an open file."""
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from audit.engine import definition, native
 from audit.errors import AuditError
 from audit.registry.model import Entry
+from audit.runtime import definition, native
 
 
 class TargetError(AuditError):
@@ -146,7 +146,7 @@ class ModuleCall:
 
 def _digest(entry: Entry, obj, native_files=()) -> str:
     """sha256 of the target's code: for a Function, callable or module factory its own definition and what
-    it uses (:mod:`audit.engine.definition`: a neighbour changing in the same file does not count); for an
+    it uses (:mod:`audit.runtime.definition`: a neighbour changing in the same file does not count); for an
     op its schema and its Python modules; and the native sources or library, so that a changed kernel is
     told apart from a changed framework."""
     hasher = hashlib.sha256()
