@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from audit.checks.interface import Check, Violation, claimed_dtypes
-from audit.checks.tensors import outputs_of
+from audit.toolkit.tensors import outputs_of
 
 SLACK = {"float64": 1e-12, "float32": 1e-6, "float16": 1e-3, "bfloat16": 1e-2}
 

@@ -50,7 +50,6 @@ def imports(path: Path) -> set[str]:
             if node.level:
                 base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base]).strip(".")
             found.update(f"{base}.{alias.name}" for alias in node.names)
-            found.add(base)
     return {name for name in found if name == "audit" or name.startswith("audit.")}
 
 
