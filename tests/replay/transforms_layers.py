@@ -86,7 +86,7 @@ NOT_REPLAYED: dict[str, str] = {
         "repro (a cell's history is not part of its case). What it leaves behind is test_isolation.py's subject"),
     f"{T}:PrivateDropout": (
         "its failure is where a private torch.Generator (seeded once, at import) stands, which is the process's history, "
-        "not the case: the audit cannot reset a private generator (audit/engine/randomness.py says so), and one draw "
+        "not the case: the audit cannot reset a private generator (audit/runtime/randomness.py says so), and one draw "
         "per run at N=1 agrees with the last 1 time in 2, so audit repro and the script fail or hold by that coin "
         "(repro held on the stored case here). A replay that reruns forward many times (2^-k to miss) would make it "
         "replayable: the checkpoint check's call (IMPURITY_RERUNS), not this table's"),
