@@ -19,10 +19,15 @@ CHECK_NAMES = (
     "statistics",
 )
 
+#: The low-precision real dtypes: the dtype check probes them beyond the claimed ones.
+LOW_PRECISION_DTYPES = ("float16", "bfloat16")
 #: The real floating dtypes, then the complex ones: the one list every dtype vocabulary derives from.
-REAL_DTYPES = ("float64", "float32", "float16", "bfloat16")
+REAL_DTYPES = ("float64", "float32") + LOW_PRECISION_DTYPES
 COMPLEX_DTYPES = ("complex128", "complex64")
 DTYPE_ORDER = REAL_DTYPES + COMPLEX_DTYPES
+#: The same dtypes in the order numerical checks prefer them: each complex dtype beside its real parts' dtype
+#: (its parts are that precise), then the low-precision ones.
+NUMERIC_PREFERENCE = ("float64", "complex128", "float32", "complex64", "bfloat16", "float16")
 DEVICE_ORDER = ("cpu", "cuda", "mps")
 #: Each complex dtype's real counterpart: the precision of its parts, whose tolerances and steps it takes.
 REAL_PART = {"complex128": "float64", "complex64": "float32"}

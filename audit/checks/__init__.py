@@ -14,7 +14,7 @@ from pathlib import Path
 from audit.checks.catalog import CATALOG
 from audit.checks.interface import Check
 
-#: Built-in checks in matrix order (a subset of the contract's CHECK_NAMES, in the same order).
+#: Built-in checks in matrix order: the contract's CHECK_NAMES (the catalog is ordered by it).
 BUILTIN_MODULES = tuple(CATALOG)
 
 

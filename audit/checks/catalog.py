@@ -8,12 +8,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from audit.checks.interface import OPERATOR_KINDS, Check, claimed_dtypes
-from audit.contract import COMPLEX_DTYPES
+from audit.contract import CHECK_NAMES, COMPLEX_DTYPES, LOW_PRECISION_DTYPES
+from audit.errors import InternalError
 from audit.registry.model import Entry
 
 
-#: The low-precision dtypes the dtype check probes beyond the claimed ones.
-DTYPE_PROBES = ("float16", "bfloat16")
 #: shared_grad draws batches this large and up: at 1 the mean of per-sample gradients is their sum.
 MIN_BATCH = 2
 #: statistics runs at most this many examples a cell, each drawing the target (and the reference) this many times.
@@ -28,7 +27,7 @@ def _dtype_with_probes(entry: Entry) -> tuple[str, ...]:
     """Every claimed dtype, plus the low-precision probes for an entry that claims a real dtype. A complex-only
     entry gets none: float16 and bfloat16 are not its numbers (a real probe would drop every imaginary part and
     report what no caller does), and torch's half-precision complex (complex32) has almost no kernels."""
-    probes = DTYPE_PROBES if _claims_real(entry) else ()
+    probes = LOW_PRECISION_DTYPES if _claims_real(entry) else ()
     return tuple(dict.fromkeys(entry.supports.dtypes + probes))
 
 
@@ -57,8 +56,8 @@ def _batch_reaches_two(entry: Entry) -> bool:
     return entry.batch is not None and entry.dim_range(entry.batch)[1] >= MIN_BATCH
 
 
-#: Every built-in check's declaration, in matrix order (the contract's order, own checks appended).
-CATALOG: dict[str, Check] = {check.name: check for check in (
+#: Every built-in check's declaration, as written (in any order; :data:`CATALOG` orders them).
+_DECLARATIONS = (
     Check(
         name="forward",
         run=_not_loaded,
@@ -294,7 +293,20 @@ CATALOG: dict[str, Check] = {check.name: check for check in (
         not_for_sparse="its tests compare dense outputs and gradients element by element; sparse inputs are not "
                        "covered yet",
     ),
-)}
+)
+
+
+def _in_contract_order(checks) -> dict[str, Check]:
+    """The declarations by name in the contract's column order (:data:`audit.contract.CHECK_NAMES`, the one
+    list of the check names); a name declared here and not there, or there and not here, is the audit's bug."""
+    by_name = {check.name: check for check in checks}
+    if set(by_name) != set(CHECK_NAMES):
+        raise InternalError(f"checks declared in catalog.py {sorted(by_name)} are not the contract's {list(CHECK_NAMES)}")
+    return {name: by_name[name] for name in CHECK_NAMES}
+
+
+#: Every built-in check's declaration, in matrix order (the contract's CHECK_NAMES).
+CATALOG: dict[str, Check] = _in_contract_order(_DECLARATIONS)
 
 
 def declared(name: str, *, run, script: str = "", model_script: str = "", script_values=None) -> Check:

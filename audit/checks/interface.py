@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from audit.contract import NUMERIC_PREFERENCE
 from audit.registry.model import Entry
 from audit.toolkit.violation import NotApplicable, Violation
 
@@ -18,10 +19,6 @@ __all__ = ["Check", "NotApplicable", "Violation"]  # a local check's imports: th
 def always(entry: Entry) -> bool:
     """Claimed or applicable for every entry."""
     return True
-
-
-#: The dtypes numerical checks prefer, most precise first.
-NUMERIC_PREFERENCE = ("float64", "complex128", "float32", "complex64", "bfloat16", "float16")
 
 
 def numeric_dtypes(entry: Entry) -> tuple[str, ...]:

@@ -3,6 +3,7 @@ what changed underneath, regressions grouped by owner, then the rest."""
 
 from __future__ import annotations
 
+from audit.reporters.common import markdown_text
 from audit.results.changes import CLASSES, TITLES, CellChange, Diff
 
 
@@ -59,7 +60,7 @@ def render_markdown(d: Diff) -> str:
         lines += ["", f"### {TITLES['regression']}"]
         for owner, changes in _by_owner(regressions):
             lines += ["", f"**{owner}**", "", "| cell | was | now | why | message | repro |", "|---|---|---|---|---|---|"]
-            lines += [f"| {c.where} | {c.old} | {c.new} | {cause(d, c)} | {_cell(c.message)} | `{c.repro}` |"
+            lines += [f"| {c.where} | {c.old} | {c.new} | {cause(d, c)} | {markdown_text(c.message)} | `{c.repro}` |"
                       for c in changes]
     for kind in CLASSES[1:]:
         changes = d.of(kind)
@@ -103,7 +104,3 @@ def _by_owner(changes) -> list[tuple[str, list[CellChange]]]:
     for change in changes:
         owners.setdefault(", ".join(change.owners) or "(no owner)", []).append(change)
     return sorted(owners.items())
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")

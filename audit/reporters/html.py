@@ -8,8 +8,10 @@ script only filters and shows details.
 
 from __future__ import annotations
 
+import functools
 import json
 from html import escape
+from importlib import resources
 
 from audit.reporters.common import (columns, further_failures, group, headline, owner_groups, problems, row_label, rows,
                                     short, worst)
@@ -37,8 +39,8 @@ def render(matrix: dict, *, by_owner: bool = False) -> str:
         _environment(matrix),
     ]
     data = json.dumps(cells, sort_keys=True).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return TEMPLATE.format(title=escape(headline(matrix)), style=STYLE, body="\n".join(body), data=data,
-                           script=SCRIPT)
+    return TEMPLATE.format(title=escape(headline(matrix)), style=asset("report.css"), body="\n".join(body),
+                           data=data, script=asset("report.js"))
 
 
 def _counts(matrix: dict) -> str:
@@ -147,107 +149,20 @@ TEMPLATE = """<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
-<style>{style}</style>
+<style>
+{style}</style>
 </head>
 <body>
 {body}
 <script type="application/json" id="cells">{data}</script>
-<script>{script}</script>
+<script>
+{script}</script>
 </body>
 </html>
 """
 
-STYLE = """
-:root { --pass:#1a7f37; --fail:#cf222e; --error:#8250df; --unsupported:#8c959f; --waived:#bf8700;
-        --xpass:#0969da; --skip:#57606a; --bg:#ffffff; --fg:#1f2328; --line:#d0d7de; --soft:#f6f8fa; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: var(--fg);
-       background: var(--bg); margin: 0 auto; padding: 0 24px 48px; max-width: 1500px; }
-h1 { font-size: 22px; margin: 0 0 6px; } h2 { font-size: 17px; margin: 28px 0 10px; }
-.banner { margin: 0 -24px 16px; padding: 18px 24px; color: #fff; }
-.banner.pass { background: var(--pass); } .banner.fail { background: var(--fail); }
-.banner .chip { background: rgba(255,255,255,.92); }
-.chip { display: inline-block; padding: 1px 8px; border-radius: 10px; margin: 2px 2px 2px 0; font-size: 12px;
-        border: 1px solid var(--line); background: var(--soft); color: var(--fg); white-space: nowrap; }
-.chip.s-pass { color: var(--pass); } .chip.s-fail { color: var(--fail); } .chip.s-error { color: var(--error); }
-.chip.s-xpass { color: var(--xpass); } .chip.s-waived { color: var(--waived); } .chip.s-skip { color: var(--skip); }
-.failure { border: 1px solid var(--line); border-left: 4px solid var(--fail); border-radius: 6px; padding: 8px 12px;
-           margin: 8px 0; background: #fff; }
-.failure.s-error { border-left-color: var(--error); }
-.failure > summary { cursor: pointer; }
-.tag { text-transform: uppercase; font-size: 11px; font-weight: 700; color: var(--fail); }
-.s-error .tag { color: var(--error); }
-.message { white-space: pre-wrap; word-break: break-word; margin: 8px 0; }
-code, pre { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
-code.repro { background: var(--soft); padding: 2px 6px; border-radius: 4px; user-select: all; }
-pre { background: var(--soft); padding: 8px; border-radius: 6px; overflow: auto; max-height: 320px; }
-.none { color: var(--pass); }
-.controls { margin: 18px 0 8px; display: flex; gap: 12px; flex-wrap: wrap; align-items: center; }
-.controls select { font: inherit; padding: 2px 4px; }
-.controls label.chip { cursor: pointer; }
-.hint { color: var(--skip); font-size: 12px; }
-table { border-collapse: collapse; }
-.grid th, .grid td { border: 1px solid var(--line); padding: 3px 6px; text-align: center; }
-.grid thead th { background: var(--soft); font-weight: 600; font-size: 12px; position: sticky; top: 0; }
-.grid th.name { text-align: left; font-weight: 600; white-space: nowrap; }
-.grid td.owner { text-align: left; color: var(--skip); font-size: 12px; white-space: nowrap; }
-.grid td.cell { cursor: pointer; font-weight: 700; color: #fff; min-width: 30px; }
-.grid td.cell:focus, .grid td.cell.chosen { outline: 3px solid #ffd33d; outline-offset: -3px; }
-.grid td.empty { color: var(--line); }
-.grid td.dim { opacity: .12; }
-td.s-pass { background: var(--pass); } td.s-fail { background: var(--fail); } td.s-error { background: var(--error); }
-td.s-unsupported { background: #d8dee4; color: #57606a !important; } td.s-waived { background: var(--waived); }
-td.s-xpass { background: var(--xpass); } td.s-skip { background: #afb8c1; }
-.detail { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; margin: 12px 0; background: var(--soft); }
-.detail h3 { margin: 0 0 6px; font-size: 15px; }
-.detail .one { border-top: 1px solid var(--line); padding-top: 6px; margin-top: 6px; }
-.times th { text-align: left; padding: 2px 10px 2px 0; font-weight: 500; }
-.times td.num { text-align: right; padding-right: 10px; font-variant-numeric: tabular-nums; }
-.times td.bar { width: 320px; } .times td.bar span { display: block; height: 10px; background: var(--xpass); border-radius: 2px; }
-.env th { text-align: left; padding: 2px 12px 2px 0; font-weight: 500; color: var(--skip); }
-.env td { font-family: ui-monospace, Menlo, monospace; font-size: 12px; word-break: break-all; }
-"""
 
-SCRIPT = """
-(function () {
-  var cells = JSON.parse(document.getElementById('cells').textContent);
-  var detail = document.getElementById('detail');
-  function text(tag, value, cls) { var e = document.createElement(tag); e.textContent = value; if (cls) e.className = cls; return e; }
-  function show(td) {
-    document.querySelectorAll('td.chosen').forEach(function (x) { x.classList.remove('chosen'); });
-    td.classList.add('chosen');
-    detail.replaceChildren();
-    td.dataset.cells.split(',').forEach(function (i) {
-      var c = cells[+i], box = document.createElement('div');
-      box.className = 'one';
-      box.appendChild(text('h3', c.entry + ' · ' + c.check + ' (' + c.dtype + ', ' + c.device + '): ' + c.status));
-      box.appendChild(text('p', 'owner ' + c.owner.join(', ') + (c.claimed ? ' · claimed' : ' · not claimed') +
-                                ' · ' + c.examples + ' examples · ' + c.seconds + ' s'));
-      if (c.message) box.appendChild(text('p', c.message, 'message'));
-      if (c.repro) { var p = text('p', 'Replay: '); p.appendChild(text('code', c.repro, 'repro')); box.appendChild(p); }
-      if (c.case) box.appendChild(text('pre', JSON.stringify(c.case, null, 1)));
-      if (c.metrics) box.appendChild(text('pre', JSON.stringify(c.metrics, null, 1)));
-      detail.appendChild(box);
-    });
-    detail.hidden = false;
-  }
-  document.querySelectorAll('td.cell').forEach(function (td) {
-    td.addEventListener('click', function () { show(td); });
-    td.addEventListener('keydown', function (e) { if (e.key === 'Enter') show(td); });
-  });
-  function filter() {
-    var owner = document.getElementById('owner').value;
-    var wanted = {};
-    document.querySelectorAll('.statuses input').forEach(function (b) { wanted[b.value] = b.checked; });
-    document.querySelectorAll('.grid tbody tr').forEach(function (tr) {
-      tr.hidden = owner !== '' && JSON.parse(tr.dataset.owners).indexOf(owner) < 0;
-      tr.querySelectorAll('td.cell').forEach(function (td) {
-        var any = td.dataset.statuses.split(' ').some(function (s) { return wanted[s]; });
-        td.classList.toggle('dim', !any);
-      });
-    });
-  }
-  document.getElementById('owner').addEventListener('change', filter);
-  document.querySelectorAll('.statuses input').forEach(function (b) { b.addEventListener('change', filter); });
-})();
-"""
+@functools.cache
+def asset(name: str) -> str:
+    """The text of the package data file ``assets/name`` (the report's style sheet and script), read once."""
+    return resources.files("audit.reporters").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
