@@ -120,7 +120,7 @@ def _results(session, config) -> dict:
     if _RESULTS in config.stash:
         return config.stash[_RESULTS]
     from audit.runtime.options import RunOptions
-    from audit.engine.run import run as run_engine
+    from audit.engine.runner import audit_entries
 
     wanted: dict = {}
     for item in session.items:
@@ -137,7 +137,7 @@ def _results(session, config) -> dict:
                              jobs=config.getoption("audit_jobs"), base=str(Path(path).resolve().parent),
                              checks_dir=str(checks_dir(registry)))
         only = set().union(*entries.values())
-        for result in run_engine(registry, chosen, table, options, only=only).entries:
+        for result in audit_entries(registry, chosen, table, options, only=only).entries:
             for cell in result.cells:
                 found.setdefault((path, result.entry.name, cell.check), []).append(cell)
     config.stash[_RESULTS] = found

@@ -33,7 +33,7 @@ LAYERS = (
 
 
 def module_name(path: Path) -> str:
-    """``audit/engine/run.py`` -> ``audit.engine.run``; a package's ``__init__`` is the package."""
+    """``audit/engine/runner.py`` -> ``audit.engine.runner``; a package's ``__init__`` is the package."""
     parts = path.relative_to(ROOT.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

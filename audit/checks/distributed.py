@@ -27,6 +27,7 @@ from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation, tolerance_values
 from audit.contract import COMPLEX_DTYPES
 from audit.runtime.channel import spawn, tail
+from audit.runtime.rank_messages import Gradients, GradientsRequest, RankError, RankSpec
 from audit.runtime.reaper import end_group
 from audit.runtime.startup import starting
 from audit.toolkit import ddp
@@ -62,8 +63,8 @@ class Ranks:
         key = (subject.entry.name, subject.entry.target, subject.dtype, subject.seed, id(subject))
         if key not in self.specs:
             path = self.folder / f"cell{len(self.specs)}.pickle"
-            path.write_bytes(pickle.dumps({"entry": subject.entry, "base": subject.options.base,
-                                           "dtype": subject.dtype, "seed": subject.seed}))
+            path.write_bytes(pickle.dumps(RankSpec(subject.entry, subject.options.base, subject.dtype,
+                                                   subject.seed)))
             self.specs[key] = str(path)
         return self.specs[key]
 
@@ -71,7 +72,7 @@ class Ranks:
         """Whether both ranks still run."""
         return all(c.process.poll() is None for c in self.children)
 
-    def ask(self, request: dict) -> list[dict]:
+    def ask(self, request: GradientsRequest) -> list[Gradients]:
         """Every rank's answer to ``request``; raises :class:`Violation` on an error, a hang or a death."""
         for rank, child in enumerate(self.children):
             try:
@@ -80,8 +81,8 @@ class Ranks:
                 raise Violation(f"rank {rank} died (exit code {child.process.wait()}){self._log(rank)}") from None
         return self._read_all(ANSWER_TIMEOUT, "answer")
 
-    def _read_all(self, timeout: float, doing: str) -> list[dict]:
-        answers: dict[int, dict] = {}
+    def _read_all(self, timeout: float, doing: str) -> list:
+        answers: dict[int, object] = {}
         deadline = time.monotonic() + timeout
         while len(answers) < WORLD:
             waiting = {self.children[r].inbox: r for r in range(WORLD) if r not in answers}
@@ -97,8 +98,8 @@ class Ranks:
                 except (EOFError, OSError):
                     raise Violation(f"rank {rank} died (exit code {self.children[rank].process.wait()})"
                                     f"{self._log(rank)}") from None
-                if not answers[rank]["ok"]:
-                    raise Violation(f"rank {rank} raised {answers[rank]['error']}")
+                if isinstance(answers[rank], RankError):
+                    raise Violation(f"rank {rank} raised {answers[rank].error}")
         return [answers[r] for r in range(WORLD)]
 
     def _log(self, rank: int) -> str:
@@ -172,14 +173,14 @@ def run(subject, case) -> None:
     subject.metrics["world"] = WORLD
     try:
         ranks = shared_ranks()
-        answers = ranks.ask({"spec": ranks.spec(subject), "case": case.to_json(), "dim": dim})
+        answers = ranks.ask(GradientsRequest(ranks.spec(subject), case.to_json(), dim))
     except Violation:
         close_ranks()  # a fresh pair serves the next example
         raise
     tol = subject.tolerance()
     for rank, answer in enumerate(answers):
         for name, grad in expected.items():
-            got = torch.tensor(answer["grads"][name], dtype=torch.float64)
+            got = torch.tensor(answer.grads[name], dtype=torch.float64)
             problem = mismatch(got, torch.tensor(grad, dtype=torch.float64), tol)
             if problem:
                 what = f"scale of input {name}" if int(name) in axes else f"input {name} (as a parameter)"

@@ -34,7 +34,7 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
     with outlock.exclusive(Path(out)):  # one writer per --out, from the start: a second run is refused at once
         from audit.runtime.options import RunOptions
         from audit.engine.pool import prestart
-        from audit.engine.run import run as run_engine
+        from audit.engine.runner import audit_entries
         from audit.progress import progress as make_progress
 
         settled = settle(dict(examples=examples, compile_backend=compile_backend, cache=cache, timeout=timeout,
@@ -57,8 +57,8 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
             table = check_table(loaded)
             only = select_checks(table, checks)
             with make_progress("off" if quiet else progress) as reporter:
-                result = run_engine(loaded, entries, table, options, only=only, devices=set(devices) or None,
-                                    on_event=reporter, workers=workers, out=str(out)) if entries else None
+                result = audit_entries(loaded, entries, table, options, only=only, devices=set(devices) or None,
+                                       on_event=reporter, workers=workers, out=str(out)) if entries else None
         finally:
             for worker in workers:
                 worker.close()
@@ -91,7 +91,7 @@ def _shard(entries, text: str, durations_path):
 
 def _empty_result(options):
     """What an empty shard reports: no entries, and the environment every shard must agree on."""
-    from audit.engine.run import RunResult, run_environment
+    from audit.engine.runner import RunResult, run_environment
     from audit.engine.worker import environment
 
     return RunResult(entries=(), environment=run_environment(environment(), options))

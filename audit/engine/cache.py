@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from audit import __version__
-from audit.results.outcome import ERRORED, VERDICTS, Outcome, outcome_from_json, outcome_to_json
+from audit.results.outcome import Outcome, Verdict, outcome_from_json, outcome_to_json
 
 #: Bump when the record's layout changes.
 FORMAT = 1
@@ -55,7 +55,7 @@ class Cache:
 
     def put(self, key: str, outcome: Outcome, digest: str | None) -> None:
         """Store ``outcome`` (never an error) under ``key``."""
-        if outcome.verdict == ERRORED or digest is None:
+        if outcome.verdict == Verdict.ERRORED or digest is None:
             return
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,6 +167,6 @@ def _read_record(text: str) -> tuple[Outcome, str]:
         raise ValueError(f"not a cache record: {exc}") from None
     fields = (outcome.key.check, outcome.key.dtype, outcome.key.device, outcome.verdict, outcome.message, digest)
     if not all(isinstance(f, str) for f in fields) or not isinstance(outcome.examples, int) \
-            or not isinstance(outcome.seconds, (int, float)) or outcome.verdict not in VERDICTS:
+            or not isinstance(outcome.seconds, (int, float)):
         raise ValueError("not a cache record: a field has the wrong type")
     return outcome, digest

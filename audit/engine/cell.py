@@ -7,7 +7,7 @@ from pathlib import Path
 from audit.engine.explore import explore
 from audit.engine.script import replay_script
 from audit.inputs.strategies import for_check
-from audit.results.outcome import ERRORED, HELD, SKIPPED, VIOLATED, CellKey, Failure, Outcome
+from audit.results.outcome import CellKey, Failure, Outcome, Verdict
 from audit.runtime.isolation import isolated
 from audit.runtime.options import RunOptions, cell_seed
 from audit.runtime.subject import Subject
@@ -24,7 +24,7 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
 def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example) -> Outcome:
     skip = _unavailable(key.device) or target.unbuilt.get(key.device, "") or _not_for_sparse(entry, check)
     if skip:
-        return Outcome(key, SKIPPED, skip)
+        return Outcome(key, Verdict.SKIPPED, skip)
     seed = cell_seed(options.seed, entry.name, key.check, key.dtype, key.device)
     subject = Subject(entry, target, key.dtype, key.device, seed, options)
     seed_global_generators(seed)
@@ -40,16 +40,16 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
         found = explore(prop, for_check(entry, check), examples=examples, seed_value=seed, shrink=claimed,
                         budget=options.cell_budget(claimed), limit=options.failures)
     except SystemExit as exc:
-        return Outcome(key, ERRORED, f"the target called sys.exit({exc.code!r})")
+        return Outcome(key, Verdict.ERRORED, f"the target called sys.exit({exc.code!r})")
     metrics = dict(subject.metrics)
     if found.skipped:
-        return Outcome(key, SKIPPED, found.skipped, found.examples, found.seconds, details=metrics)
+        return Outcome(key, Verdict.SKIPPED, found.skipped, found.examples, found.seconds, details=metrics)
     if found.held:
-        return Outcome(key, HELD, "", found.examples, found.seconds, details=metrics)
+        return Outcome(key, Verdict.HELD, "", found.examples, found.seconds, details=metrics)
     first = _failure(entry, check, key, options, subject, found)
     others = tuple(_failure(entry, check, key, options, subject, other) for other in found.others)
-    return Outcome(key, VIOLATED, first.message, found.examples, found.seconds, first.case, first.script, metrics,
-                   others)
+    return Outcome(key, Verdict.VIOLATED, first.message, found.examples, found.seconds, first.case, first.script,
+                   metrics, others)
 
 
 def _failure(entry, check, key: CellKey, options: RunOptions, subject: Subject, found) -> Failure:
@@ -95,4 +95,4 @@ def _unavailable(device: str) -> str:
 
 def error_outcome(key: CellKey, message: str) -> Outcome:
     """An ``error`` outcome: the audit could not decide."""
-    return Outcome(key, ERRORED, message)
+    return Outcome(key, Verdict.ERRORED, message)

@@ -9,7 +9,7 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.configuration import set_hypothesis_home_dir
@@ -94,6 +94,23 @@ MAX_FAILURES = 3
 BUDGET_PARTS = 2
 
 
+@dataclass
+class SearchState:
+    """What one search has seen so far; the property updates it on every call Hypothesis makes. ``known``: the
+    failure kinds that count as passes (earlier searches reported them); ``failures``: (case, message) of the
+    first failure's kind, most shrunk last; ``first_failure``: the call that failed first."""
+
+    known: frozenset
+    deadline: float
+    calls: int = 0
+    first_failure: int | None = None
+    failures: list[tuple[Case, str]] = field(default_factory=list)
+    kind: str = ""
+    skipped: str = ""
+    out_of_memory: str = ""
+    out_of_time: bool = False
+
+
 def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = True,
             budget: float = 0.0, limit: int = MAX_FAILURES) -> Exploration:
     """``prop(case)`` on up to ``examples`` drawn cases; raises only for the audit's own errors. With a
@@ -128,31 +145,30 @@ def _others(prop, strategy, examples: int, seed_value: int, kind: str, deadline:
 def _search(prop, strategy, examples: int, seed_value: int, shrink: bool, known=frozenset(),
             deadline: float = math.inf) -> Exploration:
     """One Hypothesis search in which failures of the ``known`` kinds count as passes."""
-    state = {"calls": 0, "first_failure": None, "failures": [], "skipped": "", "known": known,
-             "deadline": deadline}
+    state = SearchState(known, deadline)
     test = _given(_property(prop, state), strategy, examples, seed_value, shrink)
     try:
         test()
     except (Violation, Flaky, MemoryError, _OutOfTime) as exc:
         return _failure(state, exc)
-    return Exploration(True, state["calls"], 0.0, skipped=state["skipped"])
+    return Exploration(True, state.calls, 0.0, skipped=state.skipped)
 
 
-def _failure(state: dict, exc: Exception) -> Exploration:
+def _failure(state: SearchState, exc: Exception) -> Exploration:
     """What a search that ended on ``exc`` found: its last (most shrunk) failure, or its first when that did
     not fail again (Hypothesis says Flaky). Past the deadline the replay fails on time, not on the case:
     no sign of a flaky target. A search out of time before any failure found none."""
-    if state.get("out_of_memory"):
-        raise MemoryError(state["out_of_memory"]) from None
-    if not state["failures"]:
+    if state.out_of_memory:
+        raise MemoryError(state.out_of_memory) from None
+    if not state.failures:
         if isinstance(exc, _OutOfTime):
-            return Exploration(True, state["calls"], 0.0)
+            return Exploration(True, state.calls, 0.0)
         raise exc
-    flaky = isinstance(exc, Flaky) and not state.get("out_of_time")
-    case, message = state["failures"][0 if flaky else -1]
+    flaky = isinstance(exc, Flaky) and not state.out_of_time
+    case, message = state.failures[0 if flaky else -1]
     if flaky:
         message += FLAKY
-    return Exploration(False, state["first_failure"] or state["calls"], 0.0, case, message)
+    return Exploration(False, state.first_failure or state.calls, 0.0, case, message)
 
 
 #: Said of a failure that did not fail again: what it says is the target's fault, not the failure's kind.
@@ -168,26 +184,26 @@ class _OutOfTime(Exception):
     """A further search ran past its deadline: it ends, keeping the smallest failure it had found."""
 
 
-def _property(prop, state: dict):
+def _property(prop, state: SearchState):
     def run(case: Case) -> None:
-        if state["skipped"]:
+        if state.skipped:
             return
         _stop_when_spent(state)
-        state["calls"] += 1
+        state.calls += 1
         try:
             prop(case)
         except NotApplicable as exc:
-            state["skipped"] = str(exc)
+            state.skipped = str(exc)
         except Violation as exc:
             if _record(state, case, str(exc)):
                 raise
         except MemoryError as exc:
-            state["out_of_memory"] = str(exc) or "MemoryError"
+            state.out_of_memory = str(exc) or "MemoryError"
             raise
         except RuntimeError as exc:
             if "can't allocate memory" in str(exc):
-                state["out_of_memory"] = _first_line(exc)
-                raise MemoryError(state["out_of_memory"]) from exc
+                state.out_of_memory = _first_line(exc)
+                raise MemoryError(state.out_of_memory) from exc
             message = f"raised {type(exc).__name__}: {_first_line(exc)}{user_site(exc)}"
             if _record(state, case, message):
                 raise Violation(message) from exc
@@ -198,28 +214,28 @@ def _property(prop, state: dict):
     return run
 
 
-def _stop_when_spent(state: dict) -> None:
+def _stop_when_spent(state: SearchState) -> None:
     """Fail every call at once, without running the property, once memory or the deadline ran out: no
     shrinking through repeated blow-ups, and a search out of time ends on the failure it had."""
-    if state.get("out_of_memory"):
-        raise MemoryError(state["out_of_memory"])
-    if state.get("out_of_time") or time.perf_counter() > state["deadline"]:
-        state["out_of_time"] = True
+    if state.out_of_memory:
+        raise MemoryError(state.out_of_memory)
+    if state.out_of_time or time.perf_counter() > state.deadline:
+        state.out_of_time = True
         raise _OutOfTime()
 
 
-def _record(state: dict, case: Case, message: str) -> bool:
+def _record(state: SearchState, case: Case, message: str) -> bool:
     """Keep a failure of the first failure's kind, and say whether it counts. A failure of another kind
     met while shrinking is no simpler version of the first (it is another bug, or the first one's shadow
     at a special point, such as 0): it counts as a pass, so the shrink stays on the first kind. A failure
     of a kind an earlier search found (``known``) counts as a pass too: that search reported it."""
     kind = failure_kind(message)
-    if kind in state["known"] or (state["failures"] and kind != state["kind"]):
+    if kind in state.known or (state.failures and kind != state.kind):
         return False
-    state["kind"] = kind
-    state["failures"].append((case, message))
-    if state["first_failure"] is None:
-        state["first_failure"] = state["calls"]
+    state.kind = kind
+    state.failures.append((case, message))
+    if state.first_failure is None:
+        state.first_failure = state.calls
     return True
 
 

@@ -10,9 +10,14 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
+from typing import Protocol
 
 from audit.engine.cell import error_outcome
+from audit.engine.job import Finished, Job
 from audit.engine.memory import EXIT_OUT_OF_MEMORY
+from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready,
+                                   StartUp)
+from audit.results.outcome import Outcome
 from audit.runtime.channel import spawn, tail
 from audit.runtime.options import RunOptions
 from audit.runtime.reaper import end_group
@@ -57,11 +62,24 @@ def _worker_env(options: RunOptions) -> dict:
     return env
 
 
+class Listener(Protocol):
+    """What hears the pool: each job's start, each of its outcomes as it arrives, and its end."""
+
+    def begin(self, job: Job) -> None:
+        """A worker takes ``job``."""
+
+    def outcome(self, job: Job, outcome: Outcome) -> None:
+        """A cell of ``job`` has its outcome (an error outcome when its worker died or hung)."""
+
+    def end(self, job: Job, finished: Finished) -> None:
+        """Every cell of ``job`` has its outcome."""
+
+
 @dataclass
 class Assignment:
     """An entry being audited by a worker: what is left, and what is running now."""
 
-    job: dict
+    job: Job
     remaining: list
     outcomes: list = field(default_factory=list)
     digest: str | None = None
@@ -97,9 +115,9 @@ def prestart(options: RunOptions, count: int) -> list[Worker]:
     return [Worker(options) for _ in range(max(0, count))]
 
 
-def run_jobs(jobs: list[dict], options: RunOptions, on_message, started: list[Worker] | None = None) -> dict:
-    """Audit every job; ``on_message(job, kind, payload)`` hears each start and outcome. ``started``
-    workers (from :func:`prestart`) are used first; any not needed are closed.
+def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: list[Worker] | None = None) -> dict:
+    """Audit every job; ``listener`` hears each start, outcome and end. ``started`` workers (from
+    :func:`prestart`) are used first; any not needed are closed.
 
     Returns the environment the workers reported.
     """
@@ -114,22 +132,22 @@ def run_jobs(jobs: list[dict], options: RunOptions, on_message, started: list[Wo
         slots = [(w, None) for w in started[:wanted]]
         slots += [(Worker(options), None) for _ in range(wanted - len(slots))]
         while pending or any(a for _, a in slots):
-            slots = [_assign(w, a, pending, on_message, options) for w, a in slots]
+            slots = [_assign(w, a, pending, listener, options) for w, a in slots]
             ready = wait([w.inbox for w, a in slots if a], timeout=_next_deadline(slots))
-            slots = [_serve(w, a, ready, options, on_message, environment) for w, a in slots]
+            slots = [_serve(w, a, ready, options, listener, environment) for w, a in slots]
     finally:
         for worker, _ in slots:
             worker.close()
     return environment
 
 
-def _assign(worker: Worker, assignment, pending: deque, on_message, options: RunOptions):
+def _assign(worker: Worker, assignment, pending: deque, listener: Listener, options: RunOptions):
     if assignment is not None or not pending:
         return worker, assignment
     job = pending.popleft()
-    on_message(job, "begin", None)
-    worker.outbox.send(("job", job))
-    assignment = Assignment(job=job, remaining=list(job["cells"]))
+    listener.begin(job)
+    worker.outbox.send(Assign(job))
+    assignment = Assignment(job=job, remaining=list(job.cells))
     assignment.expect(LOADING, options.startup_budget)
     return worker, assignment
 
@@ -139,21 +157,21 @@ def _next_deadline(slots) -> float:
     return max(0.0, min((a.deadline - now for _, a in slots if a), default=1.0))
 
 
-def _serve(worker: Worker, assignment, ready, options: RunOptions, on_message, environment: dict):
+def _serve(worker: Worker, assignment, ready, options: RunOptions, listener: Listener, environment: dict):
     if assignment is None:
         return worker, None
     if worker.inbox in ready:
         try:
             while worker.inbox.poll():
-                assignment = _receive(assignment, worker.inbox.recv(), options, on_message, environment)
+                assignment = _receive(assignment, worker.inbox.recv(), options, listener, environment)
                 if assignment is None:
                     return worker, None
         except (EOFError, OSError):
-            return _replace(worker, assignment, f"the worker process {worker.death()}", options, on_message)
+            return _replace(worker, assignment, f"the worker process {worker.death()}", options, listener)
     if time.monotonic() > assignment.deadline:
         end_group(worker.process)
         worker.death()
-        return _replace(worker, assignment, f"timed out after {assignment.budget:g} s", options, on_message,
+        return _replace(worker, assignment, f"timed out after {assignment.budget:g} s", options, listener,
                         _budget_note(assignment, options))
     return worker, assignment
 
@@ -166,62 +184,66 @@ def _budget_note(assignment: Assignment, options: RunOptions) -> str:
     if assignment.current in (LOADING, None):
         return (f"; this is the start-up budget (the worker importing torch, then the target: the longer of "
                 f"{options.startup_timeout:g} s and --timeout); --timeout counts from the start of each check")
-    if not assignment.job["claimed"][assignment.current]:
+    if not assignment.job.claimed[assignment.current]:
         return ("; this is an unclaimed probe's budget (--unclaimed-timeout, at most --timeout): an unclaimed "
                 "cell never fails the gate, so it is not waited for as long as a claimed one")
     return ""
 
 
-def _receive(assignment: Assignment, message, options: RunOptions, on_message, environment: dict):
-    kind = message[0]
-    if kind == "ready":
-        environment.update(message[1])
-    elif kind == "target":
-        assignment.digest, assignment.target_error = message[1], message[2]
-    elif kind == "start":
-        assignment.expect(message[1], options.cell_budget(assignment.job["claimed"][message[1]]))
-    elif kind == "example":
-        assignment.example = message[1]
-    elif kind == "start-up":
-        assignment.start_up(message[1], options.startup_budget)
-    elif kind == "outcome":
-        _record(assignment, message[1], on_message)
-        assignment.expect(None, options.startup_budget)  # until the next cell starts: the worker's own time
-    elif kind == "done":
-        on_message(assignment.job, "end", assignment)
-        return None
+def _receive(assignment: Assignment, message, options: RunOptions, listener: Listener, environment: dict):
+    match message:
+        case Ready(found):
+            environment.update(found)
+        case Loaded(digest, error):
+            assignment.digest, assignment.target_error = digest, error
+        case CellStarted(key):
+            assignment.expect(key, options.cell_budget(assignment.job.claimed[key]))
+        case ExampleDrawn(case):
+            assignment.example = case
+        case StartUp(what):
+            assignment.start_up(what, options.startup_budget)
+        case CellFinished(outcome):
+            _record(assignment, outcome, listener)
+            assignment.expect(None, options.startup_budget)  # until the next cell starts: the worker's own time
+        case JobDone():
+            _end(assignment, listener)
+            return None
     return assignment
 
 
-def _record(assignment: Assignment, outcome, on_message) -> None:
+def _end(assignment: Assignment, listener: Listener) -> None:
+    listener.end(assignment.job, Finished(assignment.digest, assignment.target_error))
+
+
+def _record(assignment: Assignment, outcome: Outcome, listener: Listener) -> None:
     assignment.outcomes.append(outcome)
     if outcome.key in assignment.remaining:
         assignment.remaining.remove(outcome.key)
     assignment.current = None
-    on_message(assignment.job, "outcome", outcome)
+    listener.outcome(assignment.job, outcome)
 
 
-def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOptions, on_message, note: str = ""):
+def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOptions, listener: Listener,
+             note: str = ""):
     """The worker died or hung: blame the running cell, start a new worker, go on with the rest."""
     worker.close()
     current = assignment.current
     if current == LOADING or current is None:
         for key in list(assignment.remaining):
-            _record(assignment, error_outcome(key, f"{cause} while {LOADING}{note}"), on_message)
+            _record(assignment, error_outcome(key, f"{cause} while {LOADING}{note}"), listener)
     else:
         where = f" on example {assignment.example}" if assignment.example else ""
         message = f"{cause} during {current.check} ({current.dtype}, {current.device}){where}{note}"
-        _record(assignment, error_outcome(current, message), on_message)
+        _record(assignment, error_outcome(current, message), listener)
     assignment.restarts += 1
     if assignment.restarts >= MAX_RESTARTS:
         for key in list(assignment.remaining):
             _record(assignment, error_outcome(key, f"not run: the worker died {MAX_RESTARTS} times on this entry"),
-                    on_message)
+                    listener)
     fresh = Worker(options)
     if not assignment.remaining:
-        on_message(assignment.job, "end", assignment)
+        _end(assignment, listener)
         return fresh, None
-    job = {**assignment.job, "cells": list(assignment.remaining)}
-    fresh.outbox.send(("job", job))
+    fresh.outbox.send(Assign(assignment.job.only(assignment.remaining)))
     assignment.expect(LOADING, options.startup_budget)
     return fresh, assignment

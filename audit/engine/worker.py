@@ -14,6 +14,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from audit.engine import memory
+from audit.engine.job import Job
+from audit.engine.messages import CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready, StartUp, Stop
 from audit.runtime.channel import connect
 from audit.runtime.startup import report_to
 
@@ -33,16 +35,16 @@ def main(argv: list[str]) -> int:
     for module in PRELOAD:
         importlib.import_module(module)
     memory.cap(int(argv[2]))
-    report_to(outbox.send)
-    outbox.send(("ready", environment()))
+    report_to(lambda what: outbox.send(StartUp(what)))
+    outbox.send(Ready(environment()))
     while True:
         try:
             message = inbox.recv()
         except EOFError:
             return 0
-        if message[0] == "stop":
+        if isinstance(message, Stop):
             return 0
-        _job(message[1], outbox)
+        _job(message.job, outbox)
 
 
 def environment() -> dict:
@@ -56,48 +58,48 @@ def environment() -> dict:
             "python": platform.python_version(), "platform": platform.platform()}
 
 
-def _job(job, outbox: Connection) -> None:
+def _job(job: Job, outbox: Connection) -> None:
     """Audit one entry's cells. Global torch state the entry's import leaves (a module that sets its default
     dtype) stays for its cells, as its users see it, and is undone after the entry; :func:`run_cell` undoes
     what each cell changes."""
     from audit.runtime.isolation import isolated
     from audit.runtime.reaper import end_strays
 
-    checks = _checks(job["options"].checks_dir)
+    checks = _checks(job.options.checks_dir)
     with isolated():
         target = _load(job, outbox)
-        for key in job["cells"] if target else ():
-            outbox.send(("start", key))
-            outcome = _cell(job["entry"], target, checks[key.check], key, job, outbox)
+        for key in job.cells if target else ():
+            outbox.send(CellStarted(key))
+            outcome = _cell(target, checks[key.check], key, job, outbox)
             end_strays()  # what the cell started ends with it
-            outbox.send(("outcome", outcome))
-    outbox.send(("done",))
+            outbox.send(CellFinished(outcome))
+    outbox.send(JobDone())
 
 
-def _load(job, outbox: Connection):
+def _load(job: Job, outbox: Connection):
     """The entry's target, announced to the parent; None, and every cell an error, when it cannot be loaded."""
     from audit.engine.cell import error_outcome
     from audit.runtime.target import TargetError, resolve
 
     try:
-        target = resolve(job["entry"], Path(job["options"].base))
+        target = resolve(job.entry, Path(job.options.base))
     except (TargetError, SyntaxError) as exc:
-        outbox.send(("target", None, str(exc)))
-        for key in job["cells"]:
-            outbox.send(("outcome", error_outcome(key, f"target could not be loaded: {exc}")))
+        outbox.send(Loaded(None, str(exc)))
+        for key in job.cells:
+            outbox.send(CellFinished(error_outcome(key, f"target could not be loaded: {exc}")))
         return None
-    outbox.send(("target", target.digest, ""))
+    outbox.send(Loaded(target.digest))
     return target
 
 
-def _cell(entry, target, check, key, job, outbox: Connection):
+def _cell(target, check, key, job: Job, outbox: Connection):
     """One cell's outcome; an error outcome when the audit itself fails on it."""
     from audit.engine.cell import error_outcome, run_cell
 
-    options = job["options"]
-    on_example = lambda case: outbox.send(("example", case.describe()))  # noqa: E731
+    options = job.options
+    on_example = lambda case: outbox.send(ExampleDrawn(case.describe()))  # noqa: E731
     try:
-        return run_cell(entry, target, check, key, options, job["claimed"][key], on_example)
+        return run_cell(job.entry, target, check, key, options, job.claimed[key], on_example)
     except MemoryError as exc:
         return error_outcome(key, f"out of memory: over the worker's cap of {options.max_memory >> 20} MiB "
                                   f"(raise it with --max-memory): {exc}")

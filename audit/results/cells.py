@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from audit.contract import Status
 from audit.registry.model import Entry
-from audit.results.outcome import ERRORED, HELD, SKIPPED, Failure, Outcome
+from audit.results.outcome import Failure, Outcome, Verdict
 
 
 @dataclass(frozen=True)
@@ -114,13 +114,13 @@ def _failures(outcome: Outcome, replays: tuple[str, ...]) -> tuple[CellFailure, 
 def _status(entry: Entry, outcome: Outcome, claimed: bool, claim: str, today: str):
     key = outcome.key
     waiver = next((w for w in entry.expect if w.covers(key.check, key.dtype, key.device)), None)
-    if outcome.verdict == ERRORED:
+    if outcome.verdict == Verdict.ERRORED:
         return Status.ERROR, outcome.message, False
-    if outcome.verdict == SKIPPED:
+    if outcome.verdict == Verdict.SKIPPED:
         if waiver and waiver.status == "skip" and not waiver.expired(today):
             return Status.SKIP, f"expected skip ({waiver.reason}): {outcome.message}", True
         return Status.SKIP, outcome.message, False
-    held = outcome.verdict == HELD
+    held = outcome.verdict == Verdict.HELD
     if not claimed:
         if held:
             hint = f"; claim it with {claim}: true" if claim else ""

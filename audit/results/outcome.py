@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
-HELD, VIOLATED, SKIPPED, ERRORED = "held", "violated", "skipped", "error"
-VERDICTS = (HELD, VIOLATED, SKIPPED, ERRORED)
+
+class Verdict(str, enum.Enum):
+    """What a worker observed on a cell, before claims and waivers make it a :class:`~audit.contract.Status`.
+    A ``str``: the result cache's JSON holds the plain value (``"held"``), as it always did."""
+
+    HELD = "held"
+    VIOLATED = "violated"
+    SKIPPED = "skipped"
+    ERRORED = "error"
+
+    def __str__(self) -> str:
+        return self.value  # the same text on every Python (3.12 changed str() and format() of mixed-in enums)
+
+
+HELD, VIOLATED, SKIPPED, ERRORED = Verdict.HELD, Verdict.VIOLATED, Verdict.SKIPPED, Verdict.ERRORED
+VERDICTS = tuple(Verdict)
 
 
 @dataclass(frozen=True)
@@ -32,7 +47,7 @@ class Outcome:
     is in ``message``, ``case`` and ``script``, failures of other kinds in ``others``."""
 
     key: CellKey
-    verdict: str
+    verdict: Verdict
     message: str = ""
     examples: int = 0
     seconds: float = 0.0
@@ -45,13 +60,14 @@ class Outcome:
 def outcome_to_json(outcome: Outcome) -> dict:
     """An outcome as plain data (for the result cache)."""
     return {"check": outcome.key.check, "dtype": outcome.key.dtype, "device": outcome.key.device,
-            "verdict": outcome.verdict, "message": outcome.message, "examples": outcome.examples,
+            "verdict": outcome.verdict.value, "message": outcome.message, "examples": outcome.examples,
             "seconds": outcome.seconds, "case": outcome.case, "script": outcome.script, "details": outcome.details,
             "others": [{"message": f.message, "case": f.case, "script": f.script} for f in outcome.others]}
 
 
 def outcome_from_json(data: dict) -> Outcome:
-    """The inverse of :func:`outcome_to_json`; a record written before ``others`` existed has none."""
+    """The inverse of :func:`outcome_to_json`; a record written before ``others`` existed has none. ValueError
+    on a verdict this audit does not know."""
     others = tuple(Failure(f["message"], f["case"], f["script"]) for f in data.get("others", ()))
-    return Outcome(CellKey(data["check"], data["dtype"], data["device"]), data["verdict"], data["message"],
+    return Outcome(CellKey(data["check"], data["dtype"], data["device"]), Verdict(data["verdict"]), data["message"],
                    data["examples"], data["seconds"], data["case"], data["script"], data["details"], others)

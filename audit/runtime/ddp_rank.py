@@ -21,6 +21,7 @@ from pathlib import Path
 
 from audit.errors import first_line
 from audit.runtime.channel import connect
+from audit.runtime.rank_messages import Gradients, GradientsRequest, Joined, RankError, RankSpec
 
 
 def main(argv: list[str]) -> int:
@@ -36,7 +37,7 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=timeout))
-    outbox.send({"ok": True})  # joined: the parent's start-up wait is over
+    outbox.send(Joined())  # the parent's start-up wait is over
     loaded: dict[str, tuple] = {}
     while True:
         try:
@@ -50,19 +51,19 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _answer(request: dict, loaded: dict, rank: int, world: int) -> dict:
+def _answer(request: GradientsRequest, loaded: dict, rank: int, world: int) -> Gradients | RankError:
     """This rank's gradients for ``request``, or the error, with where it happened."""
     from audit.runtime.isolation import isolated
 
     try:
-        subject, state = _subject(request["spec"], loaded)
+        subject, state = _subject(request.spec, loaded)
         with isolated(state):
-            return {"ok": True, "grads": _gradients(subject, request, rank, world)}
+            return Gradients(_gradients(subject, request, rank, world))
     except Exception as exc:  # the target's fault, reported to the check with where it happened
         frames = traceback.extract_tb(exc.__traceback__)
         where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
         first = first_line(exc) if str(exc).strip() else ""
-        return {"ok": False, "error": f"{type(exc).__name__}: {first}{where}"}
+        return RankError(f"{type(exc).__name__}: {first}{where}")
 
 
 def _subject(spec: str, loaded: dict):
@@ -74,15 +75,15 @@ def _subject(spec: str, loaded: dict):
 
     if spec not in loaded:
         with open(spec, "rb") as handle:
-            job = pickle.load(handle)
+            cell: RankSpec = pickle.load(handle)
         with isolated():
-            target = resolve(job["entry"], Path(job["base"]))
+            target = resolve(cell.entry, Path(cell.base))
             state = GlobalState.capture()
-        loaded[spec] = (Subject(job["entry"], target, job["dtype"], "cpu", job["seed"]), state)
+        loaded[spec] = (Subject(cell.entry, target, cell.dtype, "cpu", cell.seed), state)
     return loaded[spec]
 
 
-def _gradients(subject, request: dict, rank: int, world: int) -> dict[str, list]:
+def _gradients(subject, request: GradientsRequest, rank: int, world: int) -> dict[str, list]:
     """Each parameter's gradient under DistributedDataParallel on this rank's share of the batch, scaled by
     ``world`` (DDP averages; the check compares sums)."""
     import torch
@@ -90,8 +91,8 @@ def _gradients(subject, request: dict, rank: int, world: int) -> dict[str, list]
     from audit.toolkit import ddp
     from audit.inputs.case import Case
 
-    args = subject.args(Case.from_json(request["case"]))
-    axes = ddp.batched_axes(subject.entry, request["dim"])
+    args = subject.args(Case.from_json(request.case))
+    axes = ddp.batched_axes(subject.entry, request.dim)
     module = torch.nn.parallel.DistributedDataParallel(ddp.Harness(subject.target.fn, args, axes),
                                                        find_unused_parameters=True)
     module(*ddp.data(args, axes, rank, world)).backward()

@@ -12,7 +12,7 @@ _REPORTERS: list = []
 
 
 def report_to(send) -> None:
-    """Announce start-up work through ``send(("start-up", what))``, and its end with an empty ``what``."""
+    """Announce start-up work through ``send(what)``, and its end with ``send("")``."""
     _REPORTERS[:] = [send]
 
 
@@ -20,9 +20,9 @@ def report_to(send) -> None:
 def starting(what: str):
     """The body is start-up work; ``what`` (``"starting the distributed ranks"``) names it in a timeout."""
     for send in _REPORTERS:
-        send(("start-up", what))
+        send(what)
     try:
         yield
     finally:
         for send in _REPORTERS:
-            send(("start-up", ""))
+            send("")

@@ -78,7 +78,7 @@ def test_the_matrix_names_the_registry_relative_to_the_repository_root(tmp_path,
 
 
 def test_the_progress_bar_advances_per_cell_and_names_the_check(tmp_path):
-    from audit.engine.run import Event
+    from audit.engine.runner import Event
     from audit.progress import BarProgress
     from tests.helpers import entry as make_entry
 

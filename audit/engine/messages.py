@@ -1,0 +1,73 @@
+"""What the engine and a worker process say over their pipes: one type per message, dispatched by type.
+
+The parent sends :class:`Assign` (and may send :class:`Stop`); the worker answers :class:`Ready` once, then for
+each job :class:`Loaded`, and per cell :class:`CellStarted`, any :class:`ExampleDrawn` and :class:`StartUp`,
+then :class:`CellFinished`; :class:`JobDone` ends the job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from audit.engine.job import Job
+from audit.results.outcome import CellKey, Outcome
+
+
+@dataclass(frozen=True)
+class Assign:
+    """Parent to worker: audit this job."""
+
+    job: Job
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Parent to worker: exit (closing the pipe does the same)."""
+
+
+@dataclass(frozen=True)
+class Ready:
+    """Worker to parent, once: torch is imported; the facts about it that the matrix records."""
+
+    environment: dict
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The job's target loaded, with its digest; or it could not be (``digest`` None, ``error`` says why)."""
+
+    digest: str | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class CellStarted:
+    """A cell starts: its budget (``--timeout``, or the unclaimed one) starts counting."""
+
+    key: CellKey
+
+
+@dataclass(frozen=True)
+class ExampleDrawn:
+    """The running cell tries this example (described, for a timeout's message)."""
+
+    case: str
+
+
+@dataclass(frozen=True)
+class StartUp:
+    """The running cell does start-up work (``what``) on the start-up budget; an empty ``what``: done."""
+
+    what: str
+
+
+@dataclass(frozen=True)
+class CellFinished:
+    """A cell's outcome (the worker goes on with the next cell, its own time until it starts)."""
+
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class JobDone:
+    """Every cell of the job has its outcome."""

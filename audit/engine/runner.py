@@ -1,0 +1,235 @@
+"""The engine's entry point, :func:`audit_entries`: plan every entry's cells, serve what the result cache holds,
+run the rest in workers, judge each outcome as it arrives, stream progress."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from audit.contract import DEVICE_ORDER, DTYPE_ORDER
+from audit.engine.cache import Cache, audit_digest, cell_key, code_fingerprint
+from audit.engine.job import Finished, Job
+from audit.engine.plan import claims, plan
+from audit.engine.pool import run_jobs
+from audit.engine.worker import environment as local_environment
+from audit.registry.load import today
+from audit.registry.model import Entry, Registry
+from audit.replays import script_command, script_name
+from audit.results.cells import Cell, judge
+from audit.results.outcome import CellKey, Outcome
+from audit.runtime.options import RunOptions
+
+
+@dataclass(frozen=True)
+class EntryResult:
+    """An audited entry: the digest of its target and its judged cells in matrix order."""
+
+    entry: Entry
+    digest: str | None
+    cells: tuple[Cell, ...]
+    target_error: str = ""
+
+
+@dataclass(frozen=True)
+class Event:
+    """Progress, as the engine streams it: an entry began, a cell was judged, an entry ended. ``done`` and
+    ``total`` count entries, ``cells_done`` and ``cells_total`` cells (cached ones included)."""
+
+    kind: str
+    entry: Entry
+    cell: Cell | None = None
+    result: EntryResult | None = None
+    done: int = 0
+    total: int = 0
+    cells_done: int = 0
+    cells_total: int = 0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Every audited entry, in registry order, the workers' environment, and what the cache served."""
+
+    entries: tuple[EntryResult, ...]
+    environment: dict
+    cached: int = 0
+    computed: int = 0
+
+
+def audit_entries(registry: Registry, entries: list[Entry], checks: dict, options: RunOptions, *, only=None,
+                  devices=None, on_event=lambda event: None, workers=None, out: str | None = None) -> RunResult:
+    """Audit ``entries``; never prints. Cells are judged as they arrive and streamed to ``on_event``.
+    ``out``: the folder the caller writes replay scripts to, which a cell's further failures name.
+
+    With ``options.cache_dir``, cells whose every input is unchanged are served from the result cache,
+    and only the rest go to workers; an entry with nothing left to compute starts no worker. ``workers``
+    already started (see :func:`audit.engine.pool.prestart`) are used, or closed when none is needed.
+    """
+    jobs = [job for job in (_job(entry, checks, options, only, devices) for entry in entries) if job.cells]
+    cache = Cache(Path(options.cache_dir), options.cache_size) if options.cache_dir else None
+    served = _look_up(jobs, checks, options, cache, local_environment()) if cache else {}
+    judging = Judging(checks, registry.path, options.seed, options.compile_backend, out)
+    collector = Collector(jobs, judging, cache, served, on_event)
+    left = [job.only(key for key in job.cells if not collector.served(job).has(key)) for job in jobs]
+    for job in left:
+        if not job.cells:
+            collector.begin(job)
+            collector.end(job, Finished(collector.served(job).digest))
+    environment = _compute([job for job in left if job.cells], options, collector, workers)
+    if cache:
+        cache.prune()
+    return RunResult(entries=tuple(collector.results[job.entry.name] for job in jobs),
+                     environment=run_environment(environment, options),
+                     cached=sum(len(collector.served(job).outcomes) for job in jobs),
+                     computed=sum(len(job.cells) for job in left))
+
+
+def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers) -> dict:
+    """Run ``jobs`` in workers (none started when there are none); the workers' environment."""
+    if jobs:
+        return run_jobs(jobs, options, collector, started=workers)
+    for worker in workers or ():
+        worker.close()
+    return local_environment()
+
+
+def run_environment(workers: dict, options: RunOptions) -> dict:
+    """The workers' environment plus the run settings that change verdicts."""
+    return {**workers, "examples": options.examples, "compile_backend": options.compile_backend}
+
+
+@dataclass(frozen=True)
+class Served:
+    """What the result cache held for one job: each cell's cache key, the outcomes it served, and the digest of
+    the target they were stored with. Empty without a cache, or for an entry whose code has no fingerprint."""
+
+    keys: dict[CellKey, str] = field(default_factory=dict)
+    outcomes: dict[CellKey, Outcome] = field(default_factory=dict)
+    digest: str | None = None
+
+    def has(self, key: CellKey) -> bool:
+        """Whether the cache served the cell ``key``."""
+        return key in self.outcomes
+
+    def is_new(self, outcome: Outcome) -> bool:
+        """Whether ``outcome`` was computed in this run (not served from the cache)."""
+        return self.outcomes.get(outcome.key) is not outcome
+
+
+def _look_up(jobs: list[Job], checks: dict, options: RunOptions, cache: Cache, environment: dict) -> dict:
+    """What the cache holds for each job's cells, by entry name."""
+    audit = audit_digest()
+    base, folder = Path(options.base), Path(options.checks_dir) if options.checks_dir else None
+    return {job.entry.name: _served(job, checks, options, cache, environment,
+                                    code_fingerprint(job.entry, base, folder), audit) for job in jobs}
+
+
+def _served(job: Job, checks: dict, options: RunOptions, cache: Cache, environment: dict, code, audit) -> Served:
+    if code is None:
+        return Served()
+    keys, outcomes, digest = {}, {}, None
+    for key in job.cells:
+        keys[key] = cell_key(job.entry, checks[key.check], key, job.claimed[key], options, environment, code, audit)
+        found = cache.get(keys[key])
+        if found:
+            outcomes[key], digest = found
+    return Served(keys, outcomes, digest)
+
+
+def _job(entry: Entry, checks: dict, options: RunOptions, only, devices) -> Job:
+    keys = plan(entry, checks, only=only, devices=devices)
+    return Job(entry, tuple(keys), claims(entry, checks, keys), options)
+
+
+@dataclass(frozen=True)
+class Judging:
+    """What judging a cell takes besides its outcome: the check table, what its replay command names (registry,
+    seed, compile backend) and the folder its replay scripts go to."""
+
+    checks: dict
+    registry: str
+    seed: int
+    backend: str
+    out: str | None
+
+
+class Collector:
+    """Hears each job's start, outcomes and end (from the pool, or from the cache alone): judges each outcome,
+    stores the fresh ones in the cache, streams :class:`Event` s, and keeps the counts and each entry's result."""
+
+    def __init__(self, jobs: list[Job], judging: Judging, cache: Cache | None, served: dict, on_event):
+        self.judging, self.cache, self._served, self.on_event = judging, cache, served, on_event
+        self.total, self.cells_total = len(jobs), sum(len(job.cells) for job in jobs)
+        self.done = self.cells_done = 0
+        self.judged: dict[str, list[Cell]] = {}
+        self.fresh: dict[str, list[Outcome]] = {}
+        self.results: dict[str, EntryResult] = {}
+
+    def served(self, job: Job) -> Served:
+        """What the cache served for ``job``."""
+        return self._served.get(job.entry.name) or Served()
+
+    def begin(self, job: Job) -> None:
+        """``job`` starts: say so, then judge what the cache served for it."""
+        self.on_event(Event("entry_start", job.entry, done=self.done, total=self.total, cells_done=self.cells_done,
+                            cells_total=self.cells_total))
+        for outcome in self.served(job).outcomes.values():
+            self.outcome(job, outcome)
+
+    def outcome(self, job: Job, outcome: Outcome) -> None:
+        """Judge ``outcome`` and stream its cell."""
+        cell = _judge(job, outcome, self.judging)
+        self.judged.setdefault(job.entry.name, []).append(cell)
+        if self.served(job).is_new(outcome):
+            self.fresh.setdefault(job.entry.name, []).append(outcome)
+        self.cells_done += 1
+        self.on_event(Event("cell", job.entry, cell=cell, done=self.done, total=self.total,
+                            cells_done=self.cells_done, cells_total=self.cells_total))
+
+    def end(self, job: Job, finished: Finished) -> None:
+        """``job`` ended: store its fresh outcomes, and stream its result, its cells in matrix order."""
+        self.done += 1
+        if self.cache and not finished.target_error:
+            self._store(job, finished.digest)
+        cells = sorted(self.judged.get(job.entry.name, []), key=_order(self.judging.checks))
+        result = EntryResult(job.entry, finished.digest, tuple(cells), finished.target_error)
+        self.results[job.entry.name] = result
+        self.on_event(Event("entry_end", job.entry, result=result, done=self.done, total=self.total))
+
+    def _store(self, job: Job, digest: str | None) -> None:
+        keys = self.served(job).keys
+        for outcome in self.fresh.get(job.entry.name, []):
+            if keys.get(outcome.key):
+                self.cache.put(keys[outcome.key], outcome, digest)
+
+
+def _judge(job: Job, outcome: Outcome, judging: Judging) -> Cell:
+    entry, check = job.entry, judging.checks[outcome.key.check]
+    return judge(entry, outcome, claimed=job.claimed[outcome.key], claim=check.claim, today=today(),
+                 repro=repro_command(entry.name, outcome.key, judging.seed, judging.registry, judging.backend),
+                 replays=_replays(entry.name, outcome, judging.out))
+
+
+def _replays(name: str, outcome, out: str | None) -> tuple[str, ...]:
+    """The command that runs each of the outcome's failures' replay scripts in ``out`` (none without one)."""
+    if out is None or not outcome.others:
+        return ()
+    key = outcome.key
+    return tuple(script_command(out, script_name(name, key.check, key.dtype, key.device, n))
+                 for n in range(1, len(outcome.others) + 2))
+
+
+def _order(checks: dict):
+    names = list(checks)
+    return lambda cell: (names.index(cell.check), DTYPE_ORDER.index(cell.dtype), DEVICE_ORDER.index(cell.device))
+
+
+def repro_command(name: str, key, seed: int, registry: str, backend: str = "aot_eager") -> str:
+    """The one command that replays a cell."""
+    command = ["audit", "repro", name, key.check, "--dtype", key.dtype, "--device", key.device, "--seed", str(seed)]
+    if key.check == "compile" and backend != "aot_eager":
+        command += ["--compile-backend", backend]
+    if Path(registry).name != "registry.yaml" or Path(registry).parent.resolve() != Path.cwd().resolve():
+        command += ["--registry", registry]
+    return shlex.join(command)
+
