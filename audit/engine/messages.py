@@ -1,6 +1,6 @@
 """What the engine and a worker process say over their pipes: one type per message, dispatched by type.
 
-The parent sends :class:`Assign` (and may send :class:`Stop`); the worker answers :class:`Ready` once, then for
+The parent sends :class:`Assign` (and closes the pipe to end the worker); the worker answers :class:`Ready` once, then for
 each job :class:`Loaded`, and per cell :class:`CellStarted`, any :class:`ExampleDrawn` and :class:`StartUp`,
 then :class:`CellFinished`; :class:`JobDone` ends the job.
 """
@@ -18,11 +18,6 @@ class Assign:
     """Parent to worker: audit this job."""
 
     job: Job
-
-
-@dataclass(frozen=True)
-class Stop:
-    """Parent to worker: exit (closing the pipe does the same)."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from audit.engine import memory
 from audit.engine.job import Job
-from audit.engine.messages import CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready, StartUp, Stop
+from audit.engine.messages import CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready, StartUp
 from audit.runtime.channel import connect
 from audit.runtime.startup import report_to
 
@@ -40,9 +40,7 @@ def main(argv: list[str]) -> int:
     while True:
         try:
             message = inbox.recv()
-        except EOFError:
-            return 0
-        if isinstance(message, Stop):
+        except EOFError:  # the parent closed the pipe: no more work
             return 0
         _job(message.job, outbox)
 
