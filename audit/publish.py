@@ -1,30 +1,60 @@
-"""Every report of a matrix, written together (run and merge) or one at a time (``audit report``)."""
+"""Every report of a matrix, written together (run and merge), one at a time (``audit report``) or shown on
+stdout; what ``audit run`` and ``audit merge`` both leave in ``--out``."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
+import click
+
+from audit.console import color
+from audit.io import write_atomic
 from audit.reporters import github, html, junit, markdown, sarif, terminal
-from audit.results import matrix as matrix_mod
+from audit.results.matrix import Matrix
 
 #: What ``audit run`` and ``audit merge`` write beside the matrix.
 FILES = {"matrix.md": markdown.render, "matrix.html": html.render, "junit.xml": junit.render}
 FORMATS = ("text", "md", "html", "junit", "github", "json", "sarif")
 
 
-def write_all(folder: Path, matrix: dict) -> None:
+def write_all(folder: Path, matrix: Matrix) -> None:
     """``matrix.json`` last, so that its presence means every other report is there too."""
     for name, render in FILES.items():
-        matrix_mod.write_atomic(folder / name, render(matrix))
-    matrix_mod.write_atomic(folder / "matrix.json", matrix_mod.dumps(matrix))
+        write_atomic(folder / name, render(matrix))
+    write_atomic(folder / "matrix.json", matrix.to_text())
 
 
-def render(matrix: dict, output_format: str, *, by_owner: bool = False, color: bool = False, width: int = 160,
+def drop_stale_scripts(out: Path, kept: set[str]) -> None:
+    """Remove replay scripts an earlier run left in ``out/repro``: only this run's failures replay."""
+    folder = out / "repro"
+    for stale in sorted(folder.glob("*.py")) if folder.is_dir() else ():
+        if stale.name not in kept:
+            stale.unlink()
+
+
+def show(matrix: Matrix, output_format: str, verbosity: int = 0) -> None:
+    """The report on stdout: text, GitHub's annotations before it (and its job summary), or the matrix
+    as JSON for tools."""
+    colored = output_format == "text" and color(sys.stdout)
+    click.echo(render(matrix, output_format, color=colored, width=_width(), verbosity=verbosity), nl=False,
+               color=colored)
+    if output_format == "github":
+        github_summary(matrix)
+
+
+def _width() -> int:
+    import shutil
+
+    return max(100, shutil.get_terminal_size((160, 24)).columns)
+
+
+def render(matrix: Matrix, output_format: str, *, by_owner: bool = False, color: bool = False, width: int = 160,
            verbosity: int = 0) -> str:
     """One report as text."""
     if output_format == "json":
-        return matrix_mod.dumps(matrix)
+        return matrix.to_text()
     if output_format == "sarif":
         return sarif.render(matrix, contracts())
     if output_format == "md":
@@ -46,7 +76,7 @@ def contracts() -> dict[str, str]:
     return {name: check.contract for name, check in declarations().items()}
 
 
-def github_summary(matrix: dict) -> bool:
+def github_summary(matrix: Matrix) -> bool:
     """Append the job summary to ``$GITHUB_STEP_SUMMARY`` when GitHub set it; whether it did."""
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:

@@ -14,10 +14,11 @@ def script_name(entry: str, check: str, dtype: str, device: str, number: int = 1
     return re.sub(r"[^\w.-]", "_", f"{entry}__{check}__{dtype}__{device}{suffix}.py")
 
 
-def cell_scripts(entry: str, cell: dict) -> list[str]:
-    """The names of the replay scripts a matrix cell (the contract's object) has, one per failure it lists."""
-    count = max(1, len(cell.get("failures", ())))
-    return [script_name(entry, cell["check"], cell["dtype"], cell["device"], n) for n in range(1, count + 1)]
+def cell_scripts(entry: str, cell) -> list[str]:
+    """The names of the replay scripts a matrix cell (a :class:`audit.results.cells.Cell`) has, one per
+    failure it lists."""
+    count = max(1, len(cell.failures))
+    return [script_name(entry, cell.check, cell.dtype, cell.device, n) for n in range(1, count + 1)]
 
 
 def script_command(out: str, name: str) -> str:

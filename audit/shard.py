@@ -7,11 +7,12 @@ onto the lightest shard) by the durations an earlier matrix recorded, else by en
 
 from __future__ import annotations
 
-import datetime
+import dataclasses
 import re
 
 from audit.errors import UsageError
-from audit.results import matrix as matrix_mod
+from audit.io import utc_timestamp
+from audit.results.matrix import Matrix
 
 
 def parse(text: str) -> tuple[int, int]:
@@ -22,9 +23,9 @@ def parse(text: str) -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
-def durations(matrix: dict) -> dict[str, float]:
+def durations(matrix: Matrix) -> dict[str, float]:
     """Seconds per entry recorded in a matrix (the sum over its cells)."""
-    return {e["name"]: sum(c.get("seconds", 0.0) for c in e["cells"]) for e in matrix.get("entries", ())}
+    return {e.name: sum(c.seconds for c in e.cells) for e in matrix.entries}
 
 
 def split(names: list[str], count: int, recorded: dict[str, float] | None = None) -> list[list[str]]:
@@ -43,13 +44,13 @@ def split(names: list[str], count: int, recorded: dict[str, float] | None = None
     return [[names[i] for i in sorted(m)] for m in members]
 
 
-def merge(shards: list[tuple[str, dict]], strict: bool = False) -> dict:
+def merge(shards: list[tuple[str, Matrix]], strict: bool = False) -> Matrix:
     """One matrix from every shard's; a usage error when one is missing, repeated or disagrees."""
     if not shards:
         raise UsageError("no shard matrices given")
     infos = []
     for path, data in shards:
-        info = data.get("shard")
+        info = data.shard
         if not isinstance(info, dict):
             raise UsageError(f"{path}: not a shard matrix (no \"shard\" key): run with --shard K/N")
         infos.append((path, info))
@@ -64,21 +65,15 @@ def merge(shards: list[tuple[str, dict]], strict: bool = False) -> dict:
         if info["index"] in seen:
             raise UsageError(f"{path}: shard {info['index']}/{count} given twice (also {seen[info['index']]})")
         seen[info["index"]] = path
-        for key in ("registry_sha256", *sorted(set(data["environment"]) | set(first["environment"]))):
-            if data["environment"].get(key) != first["environment"].get(key):
+        ours, theirs = data.environment or {}, first.environment or {}
+        for key in ("registry_sha256", *sorted(set(ours) | set(theirs))):
+            if ours.get(key) != theirs.get(key):
                 raise UsageError(f"{path}: environment differs from {first_path} at {key!r}: "
-                                 f"{data['environment'].get(key)!r} != {first['environment'].get(key)!r}")
+                                 f"{ours.get(key)!r} != {theirs.get(key)!r}")
     missing = sorted(set(range(1, count + 1)) - set(seen))
     if missing:
         raise UsageError(f"missing shard{'s' if len(missing) > 1 else ''} "
                          f"{', '.join(f'{k}/{count}' for k in missing)}: nothing was merged")
-    by_name = {}
-    for path, data in shards:
-        for entry in data["entries"]:
-            by_name[entry["name"]] = entry
-    entries = [by_name[name] for name in selected if name in by_name]
-    cells = matrix_mod.cells_of({"entries": entries})
-    merged = {key: value for key, value in first.items() if key != "shard"}
-    merged.update(entries=entries, summary=matrix_mod.summary(cells), verdict=matrix_mod.verdict(cells, strict),
-                  created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return merged
+    by_name = {entry.name: entry for _, data in shards for entry in data.entries}
+    entries = tuple(by_name[name] for name in selected if name in by_name)
+    return dataclasses.replace(first, entries=entries, shard=None, created=utc_timestamp()).judged(strict)

@@ -9,10 +9,16 @@ from click.testing import CliRunner
 
 from audit.cli import cli
 from audit.reporters.changes import render_markdown, render_text
-from audit.results.changes import classify, diff
+from audit.results.changes import classify, diff as diff_matrices
+from audit.results.matrix import Matrix
 
 ENV = {"torch": "2.12.0", "python": "3.11.7", "cuda": None, "devices": ["cpu"], "platform": "linux",
        "examples": 20, "compile_backend": "aot_eager", "seed": 0, "git_commit": "a", "registry_sha256": "r"}
+
+
+def diff(old: dict, new: dict):
+    """The two constructed matrices compared, as ``audit diff`` compares the files."""
+    return diff_matrices(Matrix.from_json(old), Matrix.from_json(new))
 
 
 def matrix(cells: dict, *, env=None, digests=None, verdict="pass", owners=None) -> dict:

@@ -8,7 +8,7 @@ import click
 
 from audit.contract import Exit
 from audit.errors import UsageError
-from audit.results.matrix import write_atomic
+from audit.io import write_atomic
 
 #: Where ``audit init`` puts a copy of the schema, relative to the registry: the modeline then works on
 #: every clone (yaml-language-server resolves a relative $schema against the YAML file).

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
 from audit import outlock
 from audit import publish
-from audit.commands.diff import read_matrix
-from audit.commands.run import drop_stale_scripts, show
 from audit.contract import Exit
 from audit.replays import cell_scripts, script_command
+from audit.results.matrix import Matrix, MatrixEntry, read_matrix
 from audit.shard import merge
 
 
@@ -18,22 +18,27 @@ def merge_command(shards, out: str, strict: bool, output_format: str = "text") -
     """Merge, write ``matrix.json`` and ``matrix.md`` (and copy replay scripts), exit 1 if the gate fails."""
     merged = merge([(path, read_matrix(path)) for path in shards], strict)
     folder = Path(out)
-    wanted = {name for e in merged["entries"] for c in e["cells"] for name in cell_scripts(e["name"], c)}
-    _point_replays(merged, out)
+    wanted = {name for e, c in merged.pairs() for name in cell_scripts(e.name, c)}
+    merged = _point_replays(merged, out)
     with outlock.exclusive(folder):
-        drop_stale_scripts(folder, _copy_scripts(shards, folder, wanted))
+        publish.drop_stale_scripts(folder, _copy_scripts(shards, folder, wanted))
         publish.write_all(folder, merged)
-    show(merged, output_format)
-    return Exit.GATE_FAILED if merged["verdict"] == "fail" else Exit.OK
+    publish.show(merged, output_format)
+    return Exit.GATE_FAILED if merged.verdict == "fail" else Exit.OK
 
 
-def _point_replays(merged: dict, out: str) -> None:
+def _point_replays(merged: Matrix, out: str) -> Matrix:
     """Point each listed failure's replay command at its script's copy in ``out``, as an unsharded run into
     ``out`` names it (a shard's matrix names the shard's own folder)."""
-    for entry in merged["entries"]:
-        for cell in entry["cells"]:
-            for failure, name in zip(cell.get("failures", ()), cell_scripts(entry["name"], cell)):
-                failure["repro"] = script_command(out, name)
+    return dataclasses.replace(merged, entries=tuple(_pointed(entry, out) for entry in merged.entries))
+
+
+def _pointed(entry: MatrixEntry, out: str) -> MatrixEntry:
+    """``entry`` with its cells' failures replayed from ``out``."""
+    cells = tuple(dataclasses.replace(cell, failures=tuple(
+        dataclasses.replace(failure, repro=script_command(out, name))
+        for failure, name in zip(cell.failures, cell_scripts(entry.name, cell)))) for cell in entry.cells)
+    return dataclasses.replace(entry, cells=cells)
 
 
 def _copy_scripts(shards, folder: Path, wanted: set[str]) -> set[str]:

@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 
 from audit import publish
-from audit.commands.diff import read_matrix
 from audit.console import color
 from audit.contract import Exit
-from audit.results.matrix import write_atomic
+from audit.io import write_atomic
+from audit.results.matrix import read_matrix
 
 
 def report(matrix_path: str, output_format: str, by_owner: bool, out: str | None, verbosity: int = 0,

@@ -11,6 +11,8 @@ from audit.commands.select import check_table
 from audit.contract import Exit
 from audit.errors import UsageError
 from audit.registry.load import load_registry
+from audit.results.cells import Cell
+from audit.results.matrix import Matrix
 
 
 def repro(entry, check, registry, dtype, device, seed, examples, matrix, compile_backend="aot_eager",
@@ -57,24 +59,23 @@ def _stored_case(path: Path, entry, check, dtype, device, seed, failure: int = 1
 
     if not path.is_file():
         return None
-    matrix = json.loads(path.read_text())
-    if matrix.get("environment", {}).get("seed") != seed:
+    matrix = Matrix.from_json(json.loads(path.read_text()))
+    if (matrix.environment or {}).get("seed") != seed:
         return None
-    for stored in matrix["entries"]:
-        for cell in stored["cells"] if stored["name"] == entry else ():
-            if (cell["check"], cell["dtype"], cell["device"]) == (check, dtype, device) and cell.get("case"):
-                return Case.from_json(_nth_case(cell, failure))
+    for stored, cell in matrix.pairs():
+        if stored.name == entry and (cell.check, cell.dtype, cell.device) == (check, dtype, device) and cell.case:
+            return Case.from_json(_nth_case(cell, failure))
     return None
 
 
-def _nth_case(cell: dict, failure: int) -> dict:
+def _nth_case(cell: Cell, failure: int) -> dict:
     """The case of the cell's ``failure``-th distinct failure (1: the first, the cell's own ``case``)."""
     if failure == 1:
-        return cell["case"]
-    found = cell.get("failures", [])
+        return cell.case
+    found = cell.failures
     if failure > len(found):
         raise UsageError(f"the cell has {max(len(found), 1)} failure(s); --failure {failure} is not one of them")
-    return found[failure - 1]["case"]
+    return found[failure - 1].case
 
 
 def _search(check, subject, examples: int):

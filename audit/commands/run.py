@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import click
@@ -13,13 +12,14 @@ from audit import shard as shard_mod
 from audit import outlock
 from audit import publish
 from audit.commands.select import check_table, checks_dir, select_checks, select_entries
-from audit.console import color
 from audit.contract import Exit, Status
 from audit.errors import UsageError
+from audit.io import write_atomic
 from audit.profiles import settle
+from audit.publish import drop_stale_scripts, show
 from audit.registry.load import load_registry
 from audit.replays import script_name
-from audit.results import matrix as matrix_mod
+from audit.results.matrix import build, read_matrix
 
 
 def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, max_memory, strict,
@@ -66,22 +66,17 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
             raise UsageError("nothing selected: no entry has a cell for the chosen checks and devices")
         if result is None:
             result = _empty_result(options)
-        matrix = matrix_mod.build(result, loaded, seed)
-        matrix["verdict"] = matrix_mod.verdict(matrix_mod.cells_of(matrix), settled["strict"])
-        if split:
-            matrix["shard"] = split
+        matrix = build(result, loaded, seed, strict=settled["strict"], shard=split)
         show(matrix, output_format, -1 if quiet else verbosity)  # first: shown even when --out cannot be written
         _write(Path(out), matrix, result)
         if options.cache_dir:
             click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
                        f"{options.cache_dir}; {result.computed} computed", err=True)
-        return Exit.GATE_FAILED if matrix["verdict"] == "fail" else Exit.OK
+        return Exit.GATE_FAILED if matrix.verdict == "fail" else Exit.OK
 
 
 def _shard(entries, text: str, durations_path):
     """This shard's entries and the ``shard`` record for its matrix."""
-    from audit.commands.diff import read_matrix
-
     index, count = shard_mod.parse(text)
     names = [e.name for e in entries]
     recorded = shard_mod.durations(read_matrix(durations_path)) if durations_path else None
@@ -102,38 +97,14 @@ def _empty_result(options):
 REPLAYED = (Status.FAIL, Status.WAIVED)
 
 
-def _write(out: Path, matrix: dict, result) -> None:
+def _write(out: Path, matrix, result) -> None:
     scripts = {script_name(entry.entry.name, cell.check, cell.dtype, cell.device, number): script
                for entry in result.entries for cell in entry.cells if cell.status in REPLAYED
                for number, script in enumerate(cell.scripts(), 1)}
     for name, script in scripts.items():
-        matrix_mod.write_atomic(out / "repro" / name, script)
+        write_atomic(out / "repro" / name, script)
     drop_stale_scripts(out, set(scripts))
     publish.write_all(out, matrix)
-
-
-def drop_stale_scripts(out: Path, kept: set[str]) -> None:
-    """Remove replay scripts an earlier run left in ``out/repro``: only this run's failures replay."""
-    folder = out / "repro"
-    for stale in sorted(folder.glob("*.py")) if folder.is_dir() else ():
-        if stale.name not in kept:
-            stale.unlink()
-
-
-def show(matrix: dict, output_format: str, verbosity: int = 0) -> None:
-    """The report on stdout: text, GitHub's annotations before it (and its job summary), or the matrix
-    as JSON for tools."""
-    colored = output_format == "text" and color(sys.stdout)
-    click.echo(publish.render(matrix, output_format, color=colored, width=_width(), verbosity=verbosity), nl=False,
-               color=colored)
-    if output_format == "github":
-        publish.github_summary(matrix)
-
-
-def _width() -> int:
-    import shutil
-
-    return max(100, shutil.get_terminal_size((160, 24)).columns)
 
 
 def parse_size(text: str, option: str = "--max-memory") -> int:

@@ -12,7 +12,7 @@ import click
 from audit.console import color
 from audit.contract import Exit
 from audit.errors import UsageError
-from audit.results.matrix import write_atomic
+from audit.io import write_atomic
 
 STATUS_STYLE = {"registered": "green", "UNREGISTERED": "bold red", "not seen": "dim", "info": "blue"}
 

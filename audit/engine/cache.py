@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from audit import __version__
+from audit.io import write_atomic
 from audit.results.outcome import Outcome, Verdict, outcome_from_json, outcome_to_json
 
 #: Bump when the record's layout changes.
@@ -57,11 +58,8 @@ class Cache:
         """Store ``outcome`` (never an error) under ``key``."""
         if outcome.verdict == Verdict.ERRORED or digest is None:
             return
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"format": FORMAT, "digest": digest, "outcome": outcome_to_json(outcome)}))
-        os.replace(tmp, path)
+        write_atomic(self._path(key), json.dumps({"format": FORMAT, "digest": digest,
+                                                   "outcome": outcome_to_json(outcome)}))
 
     def prune(self) -> int:
         """Evict least recently used records until the total fits; returns how many were removed."""

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from audit.contract import CHECK_NAMES, Status
+from audit.results.cells import Cell, CellFailure
+from audit.results.matrix import Matrix, MatrixEntry
 
 #: Worst first: the status a group of cells (one check, several dtypes or devices) is shown as.
 SEVERITY = (Status.ERROR, Status.FAIL, Status.XPASS, Status.SKIP, Status.WAIVED, Status.UNSUPPORTED, Status.PASS)
 SHOWN = (Status.FAIL, Status.ERROR)
 
 
-def columns(matrix: dict) -> list[str]:
+def columns(matrix: Matrix) -> list[str]:
     """The checks that have at least one cell, contract order first, then local checks by name."""
-    present = {c["check"] for e in matrix["entries"] for c in e["cells"]}
+    present = {c.check for c in matrix.cells()}
     extra = sorted(present - set(CHECK_NAMES))
     return [name for name in CHECK_NAMES if name in present] + extra
 
@@ -31,48 +34,47 @@ def short(name: str) -> str:
     return SHORT.get(name, name)
 
 
-def worst(cells: list[dict]) -> Status | None:
+def worst(cells: list[Cell]) -> Status | None:
     """The most severe status among ``cells`` (None when there are none)."""
-    statuses = {Status(c["status"]) for c in cells}
+    statuses = {c.status for c in cells}
     return next((s for s in SEVERITY if s in statuses), None)
 
 
-def group(entry: dict, check: str, device: str | None = None) -> list[dict]:
+def group(entry: MatrixEntry, check: str, device: str | None = None) -> list[Cell]:
     """An entry's cells for one check (on one device, when given)."""
-    return [c for c in entry["cells"] if c["check"] == check and device in (None, c["device"])]
+    return [c for c in entry.cells if c.check == check and device in (None, c.device)]
 
 
-def rows(matrix: dict) -> list[tuple[dict, str | None]]:
+def rows(matrix: Matrix) -> list[tuple[MatrixEntry, str | None]]:
     """(entry, device) table rows: one per device the entry has cells on, when devices differ."""
-    devices = {c["device"] for e in matrix["entries"] for c in e["cells"]}
+    devices = {c.device for c in matrix.cells()}
     if len(devices) <= 1:
-        return [(e, None) for e in matrix["entries"]]
-    return [(e, d) for e in matrix["entries"] for d in dict.fromkeys(c["device"] for c in e["cells"])]
+        return [(e, None) for e in matrix.entries]
+    return [(e, d) for e in matrix.entries for d in dict.fromkeys(c.device for c in e.cells)]
 
 
 #: Kinds shown beside the name: the layers above the operators.
 LAYERS = ("module", "model")
 
 
-def row_label(entry: dict, device: str | None) -> str:
+def row_label(entry: MatrixEntry, device: str | None) -> str:
     """An entry's name (with its layer when it is a module or model), and the device when rows are
     split by device."""
-    name = f"{entry['name']} [{entry['kind']}]" if entry.get("kind") in LAYERS else entry["name"]
+    name = f"{entry.name} [{entry.kind}]" if entry.kind in LAYERS else entry.name
     return name if device is None else f"{name} ({device})"
 
 
-def owner_groups(matrix: dict) -> list[tuple[str, dict]]:
+def owner_groups(matrix: Matrix) -> list[tuple[str, Matrix]]:
     """(owner, the matrix narrowed to that owner's entries), owners sorted; an entry with several owners
     appears under each."""
-    owners = sorted({o for e in matrix["entries"] for o in e.get("owner") or ["(no owner)"]})
-    return [(o, {**matrix, "entries": [e for e in matrix["entries"] if o in (e.get("owner") or ["(no owner)"])]})
+    owners = sorted({o for e in matrix.entries for o in e.owners or ["(no owner)"]})
+    return [(o, replace(matrix, entries=tuple(e for e in matrix.entries if o in (e.owners or ["(no owner)"]))))
             for o in owners]
 
 
-def problems(matrix: dict, statuses=SHOWN) -> list[tuple[dict, dict]]:
+def problems(matrix: Matrix, statuses=SHOWN) -> list[tuple[MatrixEntry, Cell]]:
     """(entry, cell) for every cell with one of ``statuses``, in matrix order."""
-    wanted = {s.value for s in statuses}
-    return [(e, c) for e in matrix["entries"] for c in e["cells"] if c["status"] in wanted]
+    return [(e, c) for e, c in matrix.pairs() if c.status in statuses]
 
 
 #: C0 and C1 control characters except tab and newline (ESC starts terminal escapes: colours, hyperlinks,
@@ -92,36 +94,36 @@ def markdown_text(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
 
 
-def registry_of(matrix: dict) -> str:
+def registry_of(matrix: Matrix) -> str:
     """The registry's path as the matrix records it (older matrices may not)."""
-    return matrix.get("registry") or "registry.yaml"
+    return matrix.registry or "registry.yaml"
 
 
-def failure_line(entry: dict, cell: dict, registry: str = "registry.yaml") -> str:
+def failure_line(entry: MatrixEntry, cell: Cell, registry: str = "registry.yaml") -> str:
     """Where it is registered, what, where, by how much, who owns it, and the command that replays it."""
-    owners = ", ".join(entry["owner"])
-    return (f"{registry}:{entry.get('line', 1)}: {entry['name']} {cell['check']} {cell['status'].upper()} ({cell['dtype']}, {cell['device']}): "
-            f"{cell['message']}; owner {owners}; repro: {cell['repro']}")
+    owners = ", ".join(entry.owners)
+    return (f"{registry}:{entry.registry_line}: {entry.name} {cell.check} {cell.status.value.upper()} "
+            f"({cell.dtype}, {cell.device}): {cell.message}; owner {owners}; repro: {cell.repro}")
 
 
-def further_failures(cell: dict) -> list[dict]:
+def further_failures(cell: Cell) -> list[CellFailure]:
     """A cell's distinct failures after the first, which its own ``message`` and ``repro`` say."""
-    return list(cell.get("failures", ()))[1:]
+    return list(cell.failures)[1:]
 
 
-def also_line(failure: dict) -> str:
+def also_line(failure: CellFailure) -> str:
     """One further failure of a cell: what it said, and the command that runs its own replay script."""
-    replay = f"; repro: {failure['repro']}" if failure.get("repro") else ""
-    return f"also: {failure['message']}{replay}"
+    replay = f"; repro: {failure.repro}" if failure.repro else ""
+    return f"also: {failure.message}{replay}"
 
 
-def also_lines(cell: dict) -> list[str]:
+def also_lines(cell: Cell) -> list[str]:
     """A line for each of a cell's further failures (none when it has one)."""
     return [also_line(f) for f in further_failures(cell)]
 
 
-def headline(matrix: dict) -> str:
+def headline(matrix: Matrix) -> str:
     """One line: verdict and counts."""
-    summary = matrix["summary"]  # read back from JSON its keys are sorted: count in the contract's order
+    summary = matrix.summary  # read back from JSON its keys are sorted: count in the contract's order
     counts = ", ".join(f"{summary[s.value]} {s.value}" for s in Status if summary.get(s.value))
-    return f"autograd-audit: {matrix['verdict'].upper()} ({counts or 'no cells'})"
+    return f"autograd-audit: {matrix.verdict.upper()} ({counts or 'no cells'})"

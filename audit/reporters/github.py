@@ -9,22 +9,24 @@ from __future__ import annotations
 from audit.reporters import markdown
 from audit.reporters.common import (also_lines, further_failures, headline, markdown_text, printable, problems,
                                     registry_of)
+from audit.results.cells import Cell, CellFailure
+from audit.results.matrix import Matrix, MatrixEntry
 
 #: GitHub refuses a step summary over 1 MiB; stay well clear of it.
 SUMMARY_LIMIT = 900 * 1024
 
 
-def annotations(matrix: dict) -> str:
+def annotations(matrix: Matrix) -> str:
     """One ``::error`` workflow command per failing or erroring cell (``::warning`` for an unclaimed one, which
     never gates), at its entry's registry line."""
     registry = registry_of(matrix)
     lines = []
     for entry, cell in problems(matrix):
-        title = f"{entry['name']} {cell['check']} {cell['status'].upper()} ({cell['dtype']}, {cell['device']})"
-        message = "\n".join([cell["message"], f"owner: {', '.join(entry['owner'])}", f"repro: {cell['repro']}",
+        title = f"{entry.name} {cell.check} {cell.status.value.upper()} ({cell.dtype}, {cell.device})"
+        message = "\n".join([cell.message, f"owner: {', '.join(entry.owners)}", f"repro: {cell.repro}",
                              *also_lines(cell)])
-        level = "error" if cell.get("claimed", True) else "warning"  # an unclaimed cell never gates
-        lines.append(f"::{level} file={_property(registry)},line={entry.get('line', 1)},"
+        level = "error" if cell.claimed else "warning"  # an unclaimed cell never gates
+        lines.append(f"::{level} file={_property(registry)},line={entry.registry_line},"
                      f"title={_property(title)}::{_data(message)}")
     return "\n".join(lines) + ("\n" if lines else "")
 
@@ -39,9 +41,9 @@ def inert(text: str) -> str:
     return f"::stop-commands::{token}\n{text}{'' if text.endswith(chr(10)) else chr(10)}::{token}::\n"
 
 
-def summary(matrix: dict) -> str:
+def summary(matrix: Matrix) -> str:
     """Markdown for ``$GITHUB_STEP_SUMMARY``: verdict first, a failures table, the matrix folded away."""
-    icon = "✅" if matrix["verdict"] == "pass" else "❌"
+    icon = "✅" if matrix.verdict == "pass" else "❌"
     lines = [f"## {icon} {headline(matrix)}", ""]
     found = problems(matrix)
     if found:
@@ -59,12 +61,12 @@ def summary(matrix: dict) -> str:
     return text
 
 
-def _summary_row(entry: dict, cell: dict, failure: dict) -> str:
+def _summary_row(entry: MatrixEntry, cell: Cell, failure: Cell | CellFailure) -> str:
     """A row of the failures table: the cell's first failure, or one of its further ones (marked "also")."""
-    status = cell["status"] if failure is cell else f"{cell['status']}, also"
-    return (f"| {markdown_text(entry['name'])} | {cell['check']} | {status} ({cell['dtype']}, {cell['device']}) | "
-            f"{markdown_text(', '.join(entry['owner']))} | {markdown_text(failure['message'])} | "
-            f"`{markdown_text(failure['repro'])}` |")
+    status = cell.status.value if failure is cell else f"{cell.status.value}, also"
+    return (f"| {markdown_text(entry.name)} | {cell.check} | {status} ({cell.dtype}, {cell.device}) | "
+            f"{markdown_text(', '.join(entry.owners))} | {markdown_text(failure.message)} | "
+            f"`{markdown_text(failure.repro)}` |")
 
 
 def _data(text: str) -> str:

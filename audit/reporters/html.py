@@ -15,6 +15,8 @@ from importlib import resources
 
 from audit.reporters.common import (columns, further_failures, group, headline, owner_groups, problems, row_label, rows,
                                     short, worst)
+from audit.results.cells import CellFailure
+from audit.results.matrix import Matrix
 
 SYMBOL = {"pass": "✓", "fail": "✗", "error": "!", "unsupported": "–", "waived": "w", "xpass": "+", "skip": "s"}
 MEANING = {"pass": "held on every example", "fail": "a claimed property was violated",
@@ -23,11 +25,10 @@ MEANING = {"pass": "held on every example", "fail": "a claimed property was viol
 ORDER = ("fail", "error", "xpass", "skip", "waived", "unsupported", "pass")
 
 
-def render(matrix: dict, *, by_owner: bool = False) -> str:
+def render(matrix: Matrix, *, by_owner: bool = False) -> str:
     """The HTML text of ``matrix``."""
-    verdict = matrix.get("verdict", "?")
-    cells = [dict(c, entry=e["name"], owner=e.get("owner", []), line=e.get("line")) for e in matrix["entries"]
-             for c in e["cells"]]
+    verdict = "?" if matrix.verdict is None else matrix.verdict
+    cells = [dict(c.to_json(), entry=e.name, owner=list(e.owners), line=e.line) for e, c in matrix.pairs()]
     body = [
         f'<header class="banner {escape(verdict)}"><h1>{escape(headline(matrix))}</h1>',
         f"<p>{_counts(matrix)}</p></header>",
@@ -43,39 +44,39 @@ def render(matrix: dict, *, by_owner: bool = False) -> str:
                            data=data, script=asset("report.js"))
 
 
-def _counts(matrix: dict) -> str:
+def _counts(matrix: Matrix) -> str:
     parts = [f'<span class="chip s-{escape(s)}">{SYMBOL.get(s, "?")} {n} {escape(s)}</span>'
-             for s, n in matrix.get("summary", {}).items() if n]
+             for s, n in (matrix.summary or {}).items() if n]
     return " ".join(parts) or "no cells"
 
 
-def _failures(matrix: dict) -> str:
+def _failures(matrix: Matrix) -> str:
     found = problems(matrix)
     if not found:
         return '<section class="failures"><h2>Failures</h2><p class="none">None: every gating cell passed.</p></section>'
     items = []
     for entry, cell in found:
-        case = json.dumps(cell["case"], indent=1) if cell.get("case") else ""
-        line = f" · registry line {entry['line']}" if entry.get("line") else ""
+        case = json.dumps(cell.case, indent=1) if cell.case else ""
+        line = f" · registry line {entry.line}" if entry.line else ""
         items.append(
-            f'<details class="failure s-{escape(cell["status"])}" open><summary>'
-            f'<b>{escape(entry["name"])}</b> {escape(cell["check"])} '
-            f'<span class="tag">{escape(cell["status"])}</span> ({escape(cell["dtype"])}, {escape(cell["device"])}) '
-            f'· owner {escape(", ".join(entry["owner"]))}{line}</summary><p class="message">{escape(cell["message"])}</p>'
-            f'<p>Replay: <code class="repro">{escape(cell["repro"])}</code></p>'
+            f'<details class="failure s-{escape(cell.status.value)}" open><summary>'
+            f'<b>{escape(entry.name)}</b> {escape(cell.check)} '
+            f'<span class="tag">{escape(cell.status.value)}</span> ({escape(cell.dtype)}, {escape(cell.device)}) '
+            f'· owner {escape(", ".join(entry.owners))}{line}</summary><p class="message">{escape(cell.message)}</p>'
+            f'<p>Replay: <code class="repro">{escape(cell.repro)}</code></p>'
             + (f"<details><summary>Shrunk input</summary><pre>{escape(case)}</pre></details>" if case else "")
             + "".join(_further(f) for f in further_failures(cell)) + "</details>")
     return f'<section class="failures"><h2>Failures ({len(found)})</h2>{"".join(items)}</section>'
 
 
-def _further(failure: dict) -> str:
+def _further(failure: CellFailure) -> str:
     """A further failure of a cell, under its first: what it said and its own replay command."""
-    replay = f'<p>Replay: <code class="repro">{escape(failure["repro"])}</code></p>' if failure.get("repro") else ""
-    return f'<p class="message">Also: {escape(failure["message"])}</p>{replay}'
+    replay = f'<p>Replay: <code class="repro">{escape(failure.repro)}</code></p>' if failure.repro else ""
+    return f'<p class="message">Also: {escape(failure.message)}</p>{replay}'
 
 
-def _controls(matrix: dict) -> str:
-    owners = sorted({o for e in matrix["entries"] for o in e.get("owner", [])})
+def _controls(matrix: Matrix) -> str:
+    owners = sorted({o for e in matrix.entries for o in e.owners})
     options = "".join(f'<option value="{escape(o)}">{escape(o)}</option>' for o in owners)
     boxes = "".join(f'<label class="chip s-{s}" title="{escape(MEANING[s])}"><input type="checkbox" value="{s}" '
                     f'checked> {SYMBOL[s]} {s}</label>' for s in ORDER)
@@ -84,13 +85,13 @@ def _controls(matrix: dict) -> str:
             f'<span class="hint">Click a cell for its message, shrunk input and replay command.</span></section>')
 
 
-def _grids(matrix: dict, cells: list, by_owner: bool) -> str:
+def _grids(matrix: Matrix, cells: list, by_owner: bool) -> str:
     groups = owner_groups(matrix) if by_owner else [("", matrix)]
     return "".join((f"<h2>{escape(owner)}</h2>" if owner else "") + _grid(narrowed, cells)
                    for owner, narrowed in groups)
 
 
-def _grid(matrix: dict, cells: list) -> str:
+def _grid(matrix: Matrix, cells: list) -> str:
     names = columns(matrix)
     head = "".join(f'<th title="{escape(n)}"><span>{escape(short(n))}</span></th>' for n in names)
     index = {(c["entry"], c["check"], c["dtype"], c["device"]): i for i, c in enumerate(cells)}
@@ -103,23 +104,22 @@ def _grid(matrix: dict, cells: list) -> str:
             if status is None:
                 tds.append('<td class="empty">·</td>')
                 continue
-            ids = ",".join(str(index[(entry["name"], c["check"], c["dtype"], c["device"])]) for c in members)
-            tip = "; ".join(f"{c['dtype']}, {c['device']}: {c['status']}" for c in members)
-            statuses = " ".join(sorted({c["status"] for c in members}))
+            ids = ",".join(str(index[(entry.name, c.check, c.dtype, c.device)]) for c in members)
+            tip = "; ".join(f"{c.dtype}, {c.device}: {c.status.value}" for c in members)
+            statuses = " ".join(sorted({c.status.value for c in members}))
             tds.append(f'<td class="cell s-{status.value}" data-cells="{ids}" data-statuses="{statuses}" '
                        f'title="{escape(name)}: {escape(tip)}" tabindex="0">{SYMBOL[status.value]}</td>')
-        owners = ", ".join(entry.get("owner", []))
-        body.append(f'<tr data-owners="{escape(json.dumps(entry.get("owner", [])))}"><th class="name">'
+        owners = ", ".join(entry.owners)
+        body.append(f'<tr data-owners="{escape(json.dumps(list(entry.owners)))}"><th class="name">'
                     f'{escape(row_label(entry, device))}</th><td class="owner">{escape(owners)}</td>{"".join(tds)}</tr>')
     return (f'<table class="grid"><thead><tr><th>entry</th><th>owner</th>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>')
 
 
-def _times(matrix: dict) -> str:
+def _times(matrix: Matrix) -> str:
     totals: dict[str, float] = {}
-    for entry in matrix["entries"]:
-        for cell in entry["cells"]:
-            totals[cell["check"]] = totals.get(cell["check"], 0.0) + cell.get("seconds", 0.0)
+    for cell in matrix.cells():
+        totals[cell.check] = totals.get(cell.check, 0.0) + cell.seconds
     if not totals:
         return ""
     biggest = max(totals.values()) or 1.0
@@ -129,10 +129,10 @@ def _times(matrix: dict) -> str:
     return f'<section><h2>Time per check</h2><table class="times">{rows_}</table></section>'
 
 
-def _environment(matrix: dict) -> str:
-    env = matrix.get("environment", {})
+def _environment(matrix: Matrix) -> str:
+    env = matrix.environment or {}
     rows_ = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(_text(v))}</td></tr>" for k, v in sorted(env.items()))
-    extra = [("registry", matrix.get("registry")), ("created", matrix.get("created"))]
+    extra = [("registry", matrix.registry), ("created", matrix.created)]
     rows_ += "".join(f"<tr><th>{k}</th><td>{escape(_text(v))}</td></tr>" for k, v in extra if v)
     return f'<section><h2>Environment</h2><table class="env">{rows_}</table></section>'
 

