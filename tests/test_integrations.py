@@ -1,4 +1,4 @@
-"""CI integration: the pytest plugin, the Python API, audit report, --format github, and the GitHub files."""
+"""CI integration: the pytest plugin, the Python API, --format github, and the GitHub files."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from audit.api import AuditAssertionError, audit
 from audit.cli import cli
 from tests.conftest import ROOT
 from tests.fixtures.broken import Cube, WrongSign, cube_reference
-from tests.reporters.sample import matrix
 
 B = "tests.fixtures.broken"
 VECTOR = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 4]}}
@@ -83,19 +82,6 @@ def test_python_api_takes_an_op_and_validates_like_the_registry():
 
     with pytest.raises(RegistryError, match="domain"):
         audit(Cube, inputs=[{"shape": ["N"], "domain": [2, 1]}], dims=VECTOR["dims"], checks=["forward"])
-
-
-@pytest.mark.parametrize("fmt, words", [("html", "<!DOCTYPE html>"), ("md", "# autograd-audit: FAIL"),
-                                        ("junit", "<testsuites"), ("json", '"schema": "audit-matrix/1"'),
-                                        ("github", "::error file=registry.yaml,line=9"), ("text", "validation matrix")])
-def test_report_renders_every_format_from_a_saved_matrix(tmp_path, fmt, words):
-    path = tmp_path / "matrix.json"
-    path.write_text(json.dumps(matrix()))
-    result = CliRunner().invoke(cli, ["report", str(path), "--format", fmt])
-    assert result.exit_code == 0 and words in result.output
-    grouped = CliRunner().invoke(cli, ["report", str(path), "--format", "md", "--by-owner", "--out",
-                                       str(tmp_path / "by_owner.md")])
-    assert grouped.exit_code == 0 and "## @speech" in (tmp_path / "by_owner.md").read_text()
 
 
 @pytest.mark.slow
