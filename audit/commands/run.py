@@ -19,7 +19,7 @@ from audit.profiles import settle
 from audit.publish import drop_stale_scripts, show
 from audit.registry.load import load_registry
 from audit.replays import script_name
-from audit.results.matrix import build, read_matrix
+from audit.results.matrix import Matrix, build, read_matrix
 
 
 def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, max_memory, strict,
@@ -97,7 +97,7 @@ def _empty_result(options):
 REPLAYED = (Status.FAIL, Status.WAIVED)
 
 
-def _write(out: Path, matrix, result) -> None:
+def _write(out: Path, matrix: Matrix, result) -> None:
     scripts = {script_name(entry.entry.name, cell.check, cell.dtype, cell.device, number): script
                for entry in result.entries for cell in entry.cells if cell.status in REPLAYED
                for number, script in enumerate(cell.scripts(), 1)}

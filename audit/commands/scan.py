@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import click
 from audit.console import color
 from audit.contract import Exit
 from audit.errors import UsageError
-from audit.io import write_atomic
+from audit.io import json_text, write_atomic
 
 STATUS_STYLE = {"registered": "green", "UNREGISTERED": "bold red", "not seen": "dim", "info": "blue"}
 
@@ -39,7 +38,7 @@ def scan(model, source, input_shape, dtype, registry, output_format, write) -> i
     findings = merged(findings)
     result = compare(findings, loaded, resolve=bool(model))
     if output_format == "json":
-        click.echo(json.dumps({**result.to_json(), "notes": [f.to_json() for f in info]}, indent=2, sort_keys=True))
+        click.echo(json_text({**result.to_json(), "notes": [f.to_json() for f in info]}), nl=False)
     else:
         click.echo(_table(result, info, loaded), nl=False)
     if write and result.unregistered:

@@ -8,8 +8,8 @@ finding from one commit to the next.
 from __future__ import annotations
 
 import hashlib
-import json
 
+from audit.io import json_text
 from audit.reporters.common import also_lines, failure_line, printable, problems, registry_of
 from audit.results.cells import Cell
 from audit.results.matrix import Matrix, MatrixEntry
@@ -37,7 +37,7 @@ def render(matrix: Matrix, contracts: dict[str, str] | None = None) -> str:
                            "environment": {} if matrix.environment is None else matrix.environment},
         }],
     }
-    return json.dumps(log, indent=2, sort_keys=True) + "\n"
+    return json_text(log)
 
 
 def _rule(name: str, contract: str) -> dict:
