@@ -16,6 +16,7 @@ from audit.contract import CHECK_NAMES, DTYPE_ORDER, NUMERIC_PREFERENCE
 from audit.errors import InternalError, first_line
 from audit.reporters.changes import render_markdown
 from audit.results.changes import diff
+from audit.results.matrix import Matrix
 from audit.results.outcome import HELD, VIOLATED
 from tests.helpers import entry, observe
 
@@ -77,11 +78,12 @@ def test_the_bare_jvps_correct_twin_passes_forward_ad(tmp_path):
     assert found.verdict == HELD, found.message
 
 
-def _matrix(status: str, message: str) -> dict:
+def _matrix(status: str, message: str) -> Matrix:
     cell = {"check": "gradcheck", "dtype": "float64", "device": "cpu", "status": status, "claimed": True,
             "message": message, "repro": "python r.py", "seed": 0, "examples": 1, "seconds": 0.0}
-    return {"schema": "audit-matrix/1", "verdict": "fail" if status == "fail" else "pass", "environment": {},
-            "entries": [{"name": "a", "owner": ["@o"], "digest": "d", "cells": [cell]}]}
+    entries = [{"name": "a", "owner": ["@o"], "digest": "d", "cells": [cell]}]
+    return Matrix.from_json({"schema": "audit-matrix/1", "verdict": "fail" if status == "fail" else "pass",
+                             "environment": {}, "entries": entries})
 
 
 def test_a_diffs_markdown_escapes_a_message_as_the_reports_do():

@@ -100,8 +100,8 @@ class Matrix:
     def to_json(self) -> dict:
         """The contract's matrix object."""
         data = {"entries": [e.to_json() for e in self.entries]}
-        optional = {"schema": self.schema, "environment": self.environment, "created": self.created, "registry": self.registry, "summary": self.summary,
-                    "verdict": self.verdict, "shard": self.shard}
+        optional = {"schema": self.schema, "environment": self.environment, "created": self.created,
+                    "registry": self.registry, "summary": self.summary, "verdict": self.verdict, "shard": self.shard}
         data.update((key, value) for key, value in optional.items() if value is not None)
         return restore(data, self.extra, frozenset())
 
@@ -125,7 +125,10 @@ def read_matrix(path: str) -> Matrix:
     if not isinstance(data, dict) or data.get("schema") != MATRIX_SCHEMA or not isinstance(data.get("entries"), list):
         raise UsageError(f"{path}: not an autograd-audit matrix (expected \"schema\": \"{MATRIX_SCHEMA}\" and "
                          "an \"entries\" list)")
-    return Matrix.from_json(data)
+    try:
+        return Matrix.from_json(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a required key missing, a wrong type
+        raise UsageError(f"{path}: not a valid autograd-audit matrix: {type(exc).__name__}: {exc}") from None
 
 
 def build(result, registry, seed: int, strict: bool = False, shard: dict | None = None) -> Matrix:

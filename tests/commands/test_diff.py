@@ -90,6 +90,9 @@ def test_diff_command_formats_and_exit_codes(tmp_path):
 
 @pytest.mark.parametrize("content, words", [
     (None, "no such file"), ("{not json", "not JSON"), ('{"schema": "other"}', "not an autograd-audit matrix"),
+    ('{"schema": "audit-matrix/1", "entries": [{"cells": []}]}', "not a valid autograd-audit matrix: KeyError: 'name'"),
+    ('{"schema": "audit-matrix/1", "entries": [{"name": "a", "cells": [{"check": "forward", "dtype": "float64", '
+     '"device": "cpu", "status": "great"}]}]}', "'great' is not a valid Status"),
 ])
 def test_diff_refuses_what_is_not_a_matrix(tmp_path, content, words):
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
