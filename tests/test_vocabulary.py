@@ -78,10 +78,10 @@ def test_the_bare_jvps_correct_twin_passes_forward_ad(tmp_path):
     assert found.verdict == HELD, found.message
 
 
-def _matrix(status: str, message: str) -> Matrix:
+def _matrix(status: str, message: str, owner: str = "@o") -> Matrix:
     cell = {"check": "gradcheck", "dtype": "float64", "device": "cpu", "status": status, "claimed": True,
             "message": message, "repro": "python r.py", "seed": 0, "examples": 1, "seconds": 0.0}
-    entries = [{"name": "a", "owner": ["@o"], "digest": "d", "cells": [cell]}]
+    entries = [{"name": "a", "owner": [owner], "digest": "d", "cells": [cell]}]
     return Matrix.from_json({"schema": "audit-matrix/1", "verdict": "fail" if status == "fail" else "pass",
                              "environment": {}, "entries": entries})
 
@@ -89,3 +89,10 @@ def _matrix(status: str, message: str) -> Matrix:
 def test_a_diffs_markdown_escapes_a_message_as_the_reports_do():
     markdown = render_markdown(diff(_matrix("pass", ""), _matrix("fail", "got <Tensor> | `x` & y\nthen")))
     assert "| got &lt;Tensor&gt; \\| 'x' &amp; y then |" in markdown, markdown
+
+
+def test_a_diffs_markdown_escapes_an_owner_as_the_reports_do():
+    owner = "@team <img src=x> | `y`"
+    markdown = render_markdown(diff(_matrix("pass", "", owner), _matrix("fail", "wrong", owner)))
+    assert "**@team &lt;img src=x&gt; \\| 'y'**" in markdown, markdown
+    assert "<img" not in markdown

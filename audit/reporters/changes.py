@@ -59,7 +59,7 @@ def render_markdown(d: Diff) -> str:
     if regressions:
         lines += ["", f"### {TITLES['regression']}"]
         for owner, changes in _by_owner(regressions):
-            lines += ["", f"**{owner}**", "", "| cell | was | now | why | message | repro |", "|---|---|---|---|---|---|"]
+            lines += ["", f"**{markdown_text(owner)}**", "", "| cell | was | now | why | message | repro |", "|---|---|---|---|---|---|"]
             lines += [f"| {c.where} | {c.old} | {c.new} | {cause(d, c)} | {markdown_text(c.message)} | `{c.repro}` |"
                       for c in changes]
     for kind in CLASSES[1:]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.results.outcome import HELD, VIOLATED
+from audit.results.outcome import HELD
 from tests.helpers import entry, observe
 
 F = "tests.fixtures.broken"
