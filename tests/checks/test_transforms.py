@@ -154,15 +154,18 @@ def _rank_processes() -> list[int]:
     import os
     from pathlib import Path
 
-    ours = os.environ["PYTHONPATH"].encode()
+    ours = os.environ["PYTHONPATH"].split(os.pathsep)[0].encode()  # this checkout (conftest puts it first)
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             command, environment = (proc / "cmdline").read_bytes(), (proc / "environ").read_bytes()
-            if b"audit.runtime.ddp_rank" in command and ours in environment:
-                found.append(int(proc.name))
         except OSError:
             continue
+        # The PYTHONPATH entry itself, not any mention: another checkout's run has this one's path elsewhere
+        # in its environment (its venv's PATH).
+        paths = [v for k, _, v in (item.partition(b"=") for item in environment.split(b"\0")) if k == b"PYTHONPATH"]
+        if b"audit.runtime.ddp_rank" in command and paths and ours in paths[0].split(os.pathsep.encode()):
+            found.append(int(proc.name))
     return [pid for pid in found if pid != os.getpid()]
 
 

@@ -67,6 +67,8 @@ ROWS: list[Planted] = [
             f"{B}TwoOutputs", "backward through output 1 alone: gradient of input 0"),
     Planted(f"{B}WrongJvp", "forward_ad", {**SINGLE, "supports": {"forward_ad": True}}, f"{B}CubeJvp",
             "forward-mode"),
+    Planted("tests.fixtures.vocabulary:CubeBareJvp", "forward_ad", {**SINGLE, "supports": {"forward_ad": True}},
+            f"{B}CubeJvp", "no forward-mode formula"),
 ]
 
 _CORRECT_ONLY = ("a correct Function of issue 15 (tests/checks/test_false_alarms.py) that no planted bug is a "
