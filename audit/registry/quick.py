@@ -51,14 +51,32 @@ def registry_check():
 
 
 def compile_schema(schema):
-    """``schema`` (draft-07) as a function value -> bool; raises :class:`Unsupported` for unknown keywords."""
+    """``schema`` (draft-07) as a function value -> bool; raises :class:`Unsupported` for unknown keywords.
+    Each keyword's test is filed under the JSON types it constrains (JSON Schema ignores ``minLength`` on a
+    number), so a value's type is looked up once per schema, not once per keyword."""
     if isinstance(schema, bool):
         return lambda value: schema
-    tests = [_keyword(name, spec, schema) for name, spec in schema.items()
-             if name not in ANNOTATIONS and name not in ("then", "else")]  # then/else belong to if
+    tests: dict[str, list] = {name: [] for name in set(_KINDS.values())}
+    for name, spec in schema.items():
+        if name in ANNOTATIONS or name in ("type", "then", "else"):  # then and else belong to if
+            continue
+        maker = _MAKERS.get(name)
+        if maker is None:
+            raise Unsupported(name)
+        applies, test = maker(spec, schema)
+        for found in applies or tests:
+            tests[found].append(test)
+    return _checker(_accepted(schema.get("type")), {name: tuple(found) for name, found in tests.items()})
 
+
+def _checker(accepted, tests: dict):
     def check(value) -> bool:
-        for test in tests:
+        found = kind(value)
+        if accepted is not None and found not in accepted:
+            # draft-07: a float without a fraction (1.0) is an integer too
+            if not (found == "number" and "integer" in accepted and value.is_integer()):
+                return False
+        for test in tests[found]:
             if not test(value):
                 return False
         return True
@@ -66,11 +84,12 @@ def compile_schema(schema):
     return check
 
 
-def _keyword(name: str, spec, schema):
-    maker = _MAKERS.get(name)
-    if maker is None:
-        raise Unsupported(name)
-    return maker(spec, schema)
+def _accepted(spec) -> frozenset | None:
+    """The kinds ``type`` admits (a number admits an integer), None without ``type``."""
+    if spec is None:
+        return None
+    accepted = set(spec if isinstance(spec, list) else [spec])
+    return frozenset(accepted | {"integer"} if "number" in accepted else accepted)
 
 
 def kind(value) -> str:
@@ -79,10 +98,6 @@ def kind(value) -> str:
         return _KINDS[type(value)]
     except KeyError:
         raise Unsure(type(value).__name__) from None
-
-
-def _number(value) -> bool:
-    return kind(value) in ("integer", "number")
 
 
 def equal(one, two) -> bool:
@@ -98,115 +113,100 @@ def equal(one, two) -> bool:
     return (type(one) is bool) == (type(two) is bool) and one == two
 
 
-def _type(spec, schema):
-    accepted = set(spec if isinstance(spec, list) else [spec])
-    if "number" in accepted:
-        accepted.add("integer")
-    whole = "integer" in accepted  # draft-07: a float without a fraction (1.0) is an integer too
-
-    def test(value) -> bool:
-        found = kind(value)
-        return found in accepted or (whole and found == "number" and value.is_integer())
-
-    return test
+#: The kinds each family of keywords constrains; a keyword's maker returns (kinds or None for all, test).
+_NUMBERS, _STRING, _ARRAY, _OBJECT = ("integer", "number"), ("string",), ("array",), ("object",)
 
 
 def _enum(spec, schema):
-    return lambda value: any(equal(each, value) for each in spec)
+    return None, lambda value: any(equal(each, value) for each in spec)
 
 
 def _const(spec, schema):
-    return lambda value: equal(spec, value)
+    return None, lambda value: equal(spec, value)
 
 
 def _pattern(spec, schema):
     search = re.compile(spec).search
-    return lambda value: kind(value) != "string" or search(value) is not None
+    return _STRING, lambda value: search(value) is not None
 
 
 def _bound(compare):
-    """A numeric keyword: ``compare(value, limit)`` says the value is out of bounds; non-numbers pass."""
-    return lambda spec, schema: lambda value: not _number(value) or not compare(value, spec)
+    """A numeric keyword: ``compare(value, limit)`` says the value is out of bounds."""
+    return lambda spec, schema: (_NUMBERS, lambda value: not compare(value, spec))
 
 
-def _length(of: str, compare):
+def _length(kinds: tuple, compare):
     """A length keyword on strings or arrays: ``compare(len, limit)`` says too short or too long."""
-    return lambda spec, schema: lambda value: kind(value) != of or not compare(len(value), spec)
+    return lambda spec, schema: (kinds, lambda value: not compare(len(value), spec))
 
 
 def _unique(spec, schema):
     def test(value) -> bool:
-        if not spec or kind(value) != "array" or len(value) < 2:
+        if not spec or len(value) < 2:
             return True
         if not all(type(item) is str for item in value):
             raise Unsure("uniqueItems over non-strings")
         return len(set(value)) == len(value)
 
-    return test
+    return _ARRAY, test
 
 
 def _required(spec, schema):
-    return lambda value: kind(value) != "object" or all(key in value for key in spec)
+    return _OBJECT, lambda value: all(key in value for key in spec)
 
 
 def _properties(spec, schema):
     checks = [(key, compile_schema(sub)) for key, sub in spec.items()]
 
     def test(value) -> bool:
-        if kind(value) != "object":
-            return True
         for key, check in checks:
             if key in value and not check(value[key]):
                 return False
         return True
 
-    return test
+    return _OBJECT, test
 
 
 def _additional(spec, schema):
     if "patternProperties" in schema:
         raise Unsupported("patternProperties")
     known = frozenset(schema.get("properties", {}))
+    if spec is False:
+        return _OBJECT, lambda value: all(key in known for key in value)
     check = compile_schema(spec)
-
-    def test(value) -> bool:
-        if kind(value) != "object":
-            return True
-        return all(check(item) for key, item in value.items() if key not in known)
-
-    return test
+    return _OBJECT, lambda value: all(check(item) for key, item in value.items() if key not in known)
 
 
 def _property_names(spec, schema):
     check = compile_schema(spec)
-    return lambda value: kind(value) != "object" or all(check(key) for key in value)
+    return _OBJECT, lambda value: all(check(key) for key in value)
 
 
 def _items(spec, schema):
     if isinstance(spec, list):
         raise Unsupported("items as a list of schemas")
     check = compile_schema(spec)
-    return lambda value: kind(value) != "array" or all(check(item) for item in value)
+    return _ARRAY, lambda value: all(check(item) for item in value)
 
 
 def _one_of(spec, schema):
     checks = [compile_schema(sub) for sub in spec]
-    return lambda value: sum(1 for check in checks if check(value)) == 1
+    return None, lambda value: sum(1 for check in checks if check(value)) == 1
 
 
 def _if(spec, schema):
     condition = compile_schema(spec)
     then = compile_schema(schema.get("then", True))
     otherwise = compile_schema(schema.get("else", True))
-    return lambda value: then(value) if condition(value) else otherwise(value)
+    return None, lambda value: then(value) if condition(value) else otherwise(value)
 
 
 _MAKERS = {
-    "type": _type, "enum": _enum, "const": _const, "pattern": _pattern,
+    "enum": _enum, "const": _const, "pattern": _pattern,
     "minimum": _bound(lambda v, limit: v < limit), "maximum": _bound(lambda v, limit: v > limit),
     "exclusiveMinimum": _bound(lambda v, limit: v <= limit), "exclusiveMaximum": _bound(lambda v, limit: v >= limit),
-    "minLength": _length("string", lambda n, limit: n < limit), "maxLength": _length("string", lambda n, limit: n > limit),
-    "minItems": _length("array", lambda n, limit: n < limit), "maxItems": _length("array", lambda n, limit: n > limit),
+    "minLength": _length(_STRING, lambda n, limit: n < limit), "maxLength": _length(_STRING, lambda n, limit: n > limit),
+    "minItems": _length(_ARRAY, lambda n, limit: n < limit), "maxItems": _length(_ARRAY, lambda n, limit: n > limit),
     "uniqueItems": _unique, "required": _required, "properties": _properties, "additionalProperties": _additional,
     "propertyNames": _property_names, "items": _items, "oneOf": _one_of, "if": _if,
 }
