@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
 from audit.registry import quick
 from audit.registry import schema as schema_mod
@@ -87,3 +91,15 @@ def test_each_keyword_agrees_with_jsonschema(schema, values):
     check = quick.compile_schema(schema)
     for value in values:
         assert check(value) == jsonschema.Draft7Validator(schema).is_valid(value), f"{schema} on {value!r}"
+
+
+def test_a_valid_registry_loads_without_importing_jsonschema(tmp_path):
+    """The shortcut is what load_registry uses: jsonschema (and its descent) only for an invalid registry."""
+    path = tmp_path / "registry.yaml"
+    path.write_text(yaml.safe_dump(BASE))
+    code = ("import sys; from audit.registry.load import load_registry; load_registry(sys.argv[1]); "
+            "print('jsonschema' in sys.modules)")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code, str(path)], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
