@@ -1,0 +1,212 @@
+"""A fast yes or no to "does this document satisfy the registry schema?", compiled from the schema file itself.
+
+jsonschema descends every value with a fresh validator object: about 1.5 s for 1,000 entries, most of
+``audit list`` and ``audit validate``. A valid registry needs only the answer, which the schema compiled here
+to nested functions gives in a few milliseconds, by jsonschema's own rules (draft-07; its types: a bool is no
+integer; its equality: ``true`` is not ``1``). Whatever it cannot decide exactly (a value type YAML does not
+produce, repeated items it cannot compare) raises :class:`Unsure`; an invalid or undecided document goes to
+jsonschema, which also phrases every located error. A schema keyword unknown here disables the shortcut.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from audit.registry import schema as schema_mod
+
+#: Keywords that say nothing about validity.
+ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default", "examples"})
+#: The JSON type of each Python type YAML conversion produces (exact types: a bool is not an int here).
+_KINDS = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null", int: "integer",
+          float: "number"}
+
+
+class Unsure(Exception):
+    """The shortcut cannot decide this value exactly; jsonschema must."""
+
+
+class Unsupported(Exception):
+    """The schema uses a keyword the shortcut does not implement."""
+
+
+def valid(document) -> bool:
+    """True only when ``document`` surely satisfies the registry schema (False: invalid, or ask jsonschema)."""
+    check = registry_check()
+    if check is None:
+        return False
+    try:
+        return check(document)
+    except Unsure:
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def registry_check():
+    """The compiled registry schema, or None when it uses a keyword this module does not know."""
+    try:
+        return compile_schema(schema_mod.schema())
+    except Unsupported:
+        return None
+
+
+def compile_schema(schema):
+    """``schema`` (draft-07) as a function value -> bool; raises :class:`Unsupported` for unknown keywords.
+    Each keyword's test is filed under the JSON types it constrains (JSON Schema ignores ``minLength`` on a
+    number), so a value's type is looked up once per schema, not once per keyword."""
+    if isinstance(schema, bool):
+        return lambda value: schema
+    tests: dict[str, list] = {name: [] for name in set(_KINDS.values())}
+    for name, spec in schema.items():
+        if name in ANNOTATIONS or name in ("type", "then", "else"):  # then and else belong to if
+            continue
+        maker = _MAKERS.get(name)
+        if maker is None:
+            raise Unsupported(name)
+        applies, test = maker(spec, schema)
+        for found in applies or tests:
+            tests[found].append(test)
+    return _checker(_accepted(schema.get("type")), {name: tuple(found) for name, found in tests.items()})
+
+
+def _checker(accepted, tests: dict):
+    def check(value) -> bool:
+        found = kind(value)
+        if accepted is not None and found not in accepted:
+            # draft-07: a float without a fraction (1.0) is an integer too
+            if not (found == "number" and "integer" in accepted and value.is_integer()):
+                return False
+        for test in tests[found]:
+            if not test(value):
+                return False
+        return True
+
+    return check
+
+
+def _accepted(spec) -> frozenset | None:
+    """The kinds ``type`` admits (a number admits an integer), None without ``type``."""
+    if spec is None:
+        return None
+    accepted = set(spec if isinstance(spec, list) else [spec])
+    return frozenset(accepted | {"integer"} if "number" in accepted else accepted)
+
+
+def kind(value) -> str:
+    """The JSON type of a converted YAML value; :class:`Unsure` for any other Python type."""
+    try:
+        return _KINDS[type(value)]
+    except KeyError:
+        raise Unsure(type(value).__name__) from None
+
+
+def equal(one, two) -> bool:
+    """jsonschema's equality for scalars (``true`` is not ``1``, ``1`` is ``1.0``); two containers: Unsure."""
+    if isinstance(one, str) or isinstance(two, str):
+        return one == two
+    containers = isinstance(one, (list, dict)) + isinstance(two, (list, dict))
+    if containers:
+        if containers == 2:
+            raise Unsure("containers compared")
+        return False
+    kind(one), kind(two)
+    return (type(one) is bool) == (type(two) is bool) and one == two
+
+
+#: The kinds each family of keywords constrains; a keyword's maker returns (kinds or None for all, test).
+_NUMBERS, _STRING, _ARRAY, _OBJECT = ("integer", "number"), ("string",), ("array",), ("object",)
+
+
+def _enum(spec, schema):
+    return None, lambda value: any(equal(each, value) for each in spec)
+
+
+def _const(spec, schema):
+    return None, lambda value: equal(spec, value)
+
+
+def _pattern(spec, schema):
+    search = re.compile(spec).search
+    return _STRING, lambda value: search(value) is not None
+
+
+def _bound(compare):
+    """A numeric keyword: ``compare(value, limit)`` says the value is out of bounds."""
+    return lambda spec, schema: (_NUMBERS, lambda value: not compare(value, spec))
+
+
+def _length(kinds: tuple, compare):
+    """A length keyword on strings or arrays: ``compare(len, limit)`` says too short or too long."""
+    return lambda spec, schema: (kinds, lambda value: not compare(len(value), spec))
+
+
+def _unique(spec, schema):
+    def test(value) -> bool:
+        if not spec or len(value) < 2:
+            return True
+        if not all(type(item) is str for item in value):
+            raise Unsure("uniqueItems over non-strings")
+        return len(set(value)) == len(value)
+
+    return _ARRAY, test
+
+
+def _required(spec, schema):
+    return _OBJECT, lambda value: all(key in value for key in spec)
+
+
+def _properties(spec, schema):
+    checks = [(key, compile_schema(sub)) for key, sub in spec.items()]
+
+    def test(value) -> bool:
+        for key, check in checks:
+            if key in value and not check(value[key]):
+                return False
+        return True
+
+    return _OBJECT, test
+
+
+def _additional(spec, schema):
+    if "patternProperties" in schema:
+        raise Unsupported("patternProperties")
+    known = frozenset(schema.get("properties", {}))
+    if spec is False:
+        return _OBJECT, lambda value: all(key in known for key in value)
+    check = compile_schema(spec)
+    return _OBJECT, lambda value: all(check(item) for key, item in value.items() if key not in known)
+
+
+def _property_names(spec, schema):
+    check = compile_schema(spec)
+    return _OBJECT, lambda value: all(check(key) for key in value)
+
+
+def _items(spec, schema):
+    if isinstance(spec, list):
+        raise Unsupported("items as a list of schemas")
+    check = compile_schema(spec)
+    return _ARRAY, lambda value: all(check(item) for item in value)
+
+
+def _one_of(spec, schema):
+    checks = [compile_schema(sub) for sub in spec]
+    return None, lambda value: sum(1 for check in checks if check(value)) == 1
+
+
+def _if(spec, schema):
+    condition = compile_schema(spec)
+    then = compile_schema(schema.get("then", True))
+    otherwise = compile_schema(schema.get("else", True))
+    return None, lambda value: then(value) if condition(value) else otherwise(value)
+
+
+_MAKERS = {
+    "enum": _enum, "const": _const, "pattern": _pattern,
+    "minimum": _bound(lambda v, limit: v < limit), "maximum": _bound(lambda v, limit: v > limit),
+    "exclusiveMinimum": _bound(lambda v, limit: v <= limit), "exclusiveMaximum": _bound(lambda v, limit: v >= limit),
+    "minLength": _length(_STRING, lambda n, limit: n < limit), "maxLength": _length(_STRING, lambda n, limit: n > limit),
+    "minItems": _length(_ARRAY, lambda n, limit: n < limit), "maxItems": _length(_ARRAY, lambda n, limit: n > limit),
+    "uniqueItems": _unique, "required": _required, "properties": _properties, "additionalProperties": _additional,
+    "propertyNames": _property_names, "items": _items, "oneOf": _one_of, "if": _if,
+}
