@@ -11,7 +11,7 @@ from audit import profiles
 from audit import shard as shard_mod
 from audit import outlock
 from audit import publish
-from audit.commands.select import check_table, checks_dir, select_checks, select_entries
+from audit.commands.select import checks_dir, run_table, select_checks, select_entries
 from audit.contract import Exit, Status
 from audit.errors import UsageError
 from audit.io import write_atomic
@@ -54,7 +54,7 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
         # cache on, most runs need no worker at all, so none is started ahead.
         workers = [] if options.cache_dir or not entries else prestart(options, min(jobs, len(entries)))
         try:
-            table = check_table(loaded)
+            table = run_table(loaded)  # declarations: the parent imports no torch while the cache serves every cell
             only = select_checks(table, checks)
             with make_progress("off" if quiet else progress) as reporter:
                 result = audit_entries(loaded, entries, table, options, only=only, devices=set(devices) or None,

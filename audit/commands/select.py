@@ -22,11 +22,22 @@ def select_entries(registry, patterns) -> list:
 def check_table(registry, *, code: bool = True) -> dict:
     """Built-in checks plus the registry's local ``checks/`` folder; every opted-in name must exist. Without
     ``code``: the built-in declarations only (no torch), and local checks only when an entry opts into one."""
-    from audit.checks import table
-
     folder = checks_dir(registry)
     if not code and not any(entry.checks for entry in registry.entries):
         folder = None
+    return _table(registry, folder, code)
+
+
+def run_table(registry) -> dict:
+    """The table a run plans, keys its result cache and judges with: :func:`check_table`'s names, order,
+    versions and claims, its local checks imported, but the built-in checks as declarations, without torch
+    (the workers import the checks' code; a run the cache serves whole never needs it)."""
+    return _table(registry, checks_dir(registry), code=False)
+
+
+def _table(registry, folder: Path | None, code: bool) -> dict:
+    from audit.checks import table
+
     try:
         checks = table(folder, code=code)
     except ValueError as exc:

@@ -91,8 +91,3 @@ def _unavailable(device: str) -> str:
     if device == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
         return "MPS is not available here (torch.backends.mps.is_available() is False)"
     return ""
-
-
-def error_outcome(key: CellKey, message: str) -> Outcome:
-    """An ``error`` outcome: the audit could not decide."""
-    return Outcome(key, Verdict.ERRORED, message)

@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Protocol
 
-from audit.engine.cell import error_outcome
 from audit.engine.job import Finished, Job
 from audit.engine.memory import EXIT_OUT_OF_MEMORY
 from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready,
                                    StartUp)
-from audit.results.outcome import Outcome
+from audit.results.outcome import Outcome, error_outcome
 from audit.runtime.channel import spawn, tail
 from audit.runtime.options import RunOptions
 from audit.runtime.reaper import end_group

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from audit.contract import DEVICE_ORDER, DTYPE_ORDER
 from audit.engine.cache import Cache, audit_digest, cell_key, code_fingerprint
+from audit.engine.environment import forget as forget_environment, known as stored_environment
 from audit.engine.job import Finished, Job
 from audit.engine.plan import claims, plan
 from audit.engine.pool import run_jobs
@@ -67,7 +68,8 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
     """
     jobs = [job for job in (_job(entry, checks, options, only, devices) for entry in entries) if job.cells]
     cache = Cache(Path(options.cache_dir), options.cache_size) if options.cache_dir else None
-    served = _look_up(jobs, checks, options, cache, local_environment()) if cache else {}
+    known = stored_environment(cache.folder) if cache else None  # without torch while its fingerprint holds
+    served = _look_up(jobs, checks, options, cache, known) if cache else {}
     judging = Judging(checks, registry.path, options.seed, options.compile_backend, out)
     collector = Collector(jobs, judging, cache, served, on_event)
     left = [job.only(key for key in job.cells if not collector.served(job).has(key)) for job in jobs]
@@ -75,8 +77,10 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
         if not job.cells:
             collector.begin(job)
             collector.end(job, Finished(collector.served(job).digest))
-    environment = _compute([job for job in left if job.cells], options, collector, workers)
+    environment = _compute([job for job in left if job.cells], options, collector, workers, known)
     if cache:
+        if environment != known:  # the workers saw another environment than the stored one: ask torch next time
+            forget_environment(cache.folder)
         cache.prune()
     return RunResult(entries=tuple(collector.results[job.entry.name] for job in jobs),
                      environment=run_environment(environment, options),
@@ -84,13 +88,14 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
                      computed=sum(len(job.cells) for job in left))
 
 
-def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers) -> dict:
-    """Run ``jobs`` in workers (none started when there are none); the workers' environment."""
+def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers, known: dict | None) -> dict:
+    """Run ``jobs`` in workers (none started when there are none); the workers' environment, or with none
+    started, this process's (``known`` when the result cache's store gave it)."""
     if jobs:
         return run_jobs(jobs, options, collector, started=workers)
     for worker in workers or ():
         worker.close()
-    return local_environment()
+    return known if known is not None else local_environment()
 
 
 def run_environment(workers: dict, options: RunOptions) -> dict:

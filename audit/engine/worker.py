@@ -16,6 +16,7 @@ from pathlib import Path
 from audit.engine import memory
 from audit.engine.job import Job
 from audit.engine.messages import CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready, StartUp
+from audit.results.outcome import error_outcome
 from audit.runtime.channel import connect
 from audit.runtime.startup import report_to
 
@@ -76,7 +77,6 @@ def _job(job: Job, outbox: Connection) -> None:
 
 def _load(job: Job, outbox: Connection):
     """The entry's target, announced to the parent; None, and every cell an error, when it cannot be loaded."""
-    from audit.engine.cell import error_outcome
     from audit.runtime.target import TargetError, resolve
 
     try:
@@ -92,7 +92,7 @@ def _load(job: Job, outbox: Connection):
 
 def _cell(target, check, key, job: Job, outbox: Connection):
     """One cell's outcome; an error outcome when the audit itself fails on it."""
-    from audit.engine.cell import error_outcome, run_cell
+    from audit.engine.cell import run_cell
 
     options = job.options
     on_example = lambda case: outbox.send(ExampleDrawn(case.describe()))  # noqa: E731

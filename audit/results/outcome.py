@@ -57,6 +57,11 @@ class Outcome:
     others: tuple[Failure, ...] = ()
 
 
+def error_outcome(key: CellKey, message: str) -> Outcome:
+    """An ``error`` outcome: the audit could not decide."""
+    return Outcome(key, Verdict.ERRORED, message)
+
+
 def outcome_to_json(outcome: Outcome) -> dict:
     """An outcome as plain data (for the result cache)."""
     return {"check": outcome.key.check, "dtype": outcome.key.dtype, "device": outcome.key.device,
