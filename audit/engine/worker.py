@@ -53,7 +53,10 @@ def environment() -> dict:
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     if hasattr(torch.backends, "mps") and torch.backends.mps.is_available():
         devices.append("mps")
-    return {"torch": torch.__version__, "cuda": torch.version.cuda, "devices": devices,
+    # Plain strings: torch.__version__ is a TorchVersion, and unpickling one would import torch in the parent,
+    # serially, while the workers wait (2-3 s of every run).
+    cuda = torch.version.cuda
+    return {"torch": str(torch.__version__), "cuda": cuda and str(cuda), "devices": devices,
             "python": platform.python_version(), "platform": platform.platform()}
 
 

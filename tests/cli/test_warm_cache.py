@@ -1,4 +1,5 @@
-"""A warm pre-merge run, every cell in the result cache, never imports torch in the parent; the environment stored
+"""A warm pre-merge run, every cell in the result cache, never imports torch in the parent (nor does a cold one:
+torch is the workers'); the environment stored
 beside the cache is used only while its fingerprint holds, so a device that is gone never serves a cached cell."""
 
 from __future__ import annotations
@@ -66,6 +67,19 @@ def test_a_warm_run_does_not_import_torch_in_the_parent(filled, tmp_path):
     assert "torch imported: False" in done.stdout
     environment = json.loads((tmp_path / "out" / "matrix.json").read_text())["environment"]
     assert {k: environment[k] for k in stored.FIELDS} == worker.environment()  # the truth, without torch
+
+
+def test_a_cold_run_does_not_import_torch_in_the_parent_either(filled, tmp_path):
+    """The workers import torch; the parent only reads what they send, which holds no torch object (the
+    environment's version strings once arrived as TorchVersion, and unpickling one imported torch here, 2-3 s
+    while the workers waited)."""
+    registry, _ = filled
+    args = ["run", "--registry", str(registry), "--out", str(tmp_path / "out"), "--check", "forward",
+            "--progress", "off"]
+    done = subprocess.run([sys.executable, "-c", WARM, *args], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0 and "torch imported: False" in done.stdout, done.stdout + done.stderr
+    environment = json.loads((tmp_path / "out" / "matrix.json").read_text())["environment"]
+    assert {k: environment[k] for k in stored.FIELDS} == worker.environment()
 
 
 def test_a_stale_environment_is_recomputed_and_a_gone_device_serves_no_cell(filled, tmp_path, monkeypatch):
