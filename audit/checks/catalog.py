@@ -237,6 +237,7 @@ _DECLARATIONS = (
                  "claimed through supports.distributed",
         claimed=lambda entry: entry.supports.distributed,
         claim="supports.distributed",
+        one_worker=True,
     ),
     Check(
         name="state_dict",

@@ -1,9 +1,11 @@
 """``distributed``: under DistributedDataParallel (2 CPU ranks, gloo on loopback) the synchronised
 gradients of a batch split across ranks equal one process's gradients on the whole batch.
 
-One pair of ranks starts with the first distributed cell of a worker and serves every later cell and
-example (each cell's entry is loaded in the ranks on first use): starting them costs about 2 s (start-up
-work, timed on the worker's start-up budget rather than the check's ``--timeout``), an example a few
+One pair of ranks serves every cell and example of a worker (each cell's entry is loaded in the ranks on
+first use). In a run, one worker holds every distributed cell and forks its pair at start-up, before it loads
+any target (:func:`prefork_ranks`: milliseconds, the torch import shared); elsewhere (a cell run in this
+process, a pair that failed) a pair is started on first use, which costs two torch imports (start-up work,
+timed on the worker's start-up budget rather than the check's ``--timeout``). An example takes a few
 milliseconds. A rank that errors, dies or does not answer within the timeout fails the
 example and both ranks are ended (a fresh pair serves what comes next); at the end of the worker's life
 the ranks end with it.
@@ -26,7 +28,8 @@ import torch
 from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation, tolerance_values
 from audit.contract import COMPLEX_DTYPES
-from audit.runtime.channel import spawn, tail
+from audit.runtime.channel import fork, spawn, tail
+from audit.runtime.ddp_rank import serve
 from audit.runtime.rank_messages import Gradients, GradientsRequest, RankError, RankSpec
 from audit.runtime.reaper import end_group
 from audit.runtime.startup import starting
@@ -34,6 +37,8 @@ from audit.toolkit import ddp
 from audit.toolkit.tensors import mismatch
 
 WORLD = 2
+#: What a rank's environment adds: gloo on the loopback interface, one thread.
+RANK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
 #: Seconds a rank may take to start (import torch, join the group), and to answer (loading an entry on first use).
 START_TIMEOUT = 120.0
 ANSWER_TIMEOUT = 60.0
@@ -43,20 +48,28 @@ class Ranks:
     """A pair of rank processes, each with its own pipes (never stdout: see :mod:`audit.runtime.channel`);
     ``close()`` ends them."""
 
-    def __init__(self):
+    def __init__(self, forked: bool = False):
+        """``forked``: fork the ranks from this process (see :func:`prefork_ranks`) rather than start them."""
         self.folder = Path(tempfile.mkdtemp(prefix="audit-ddp-"))
-        env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
         # Append mode: the ranks write at the end even after this process reads the tail.
         self.logs = [open(self.folder / f"rank{rank}.log", "a+b") for rank in range(WORLD)]
-        self.children = [spawn("audit.runtime.ddp_rank", [str(rank), str(WORLD), str(self.folder / "init"),
-                                                         str(ANSWER_TIMEOUT)], env=env, log=log)
-                         for rank, log in enumerate(self.logs)]
+        self.children = [self._start(rank, log, forked) for rank, log in enumerate(self.logs)]
         self.specs: dict[tuple, str] = {}
+        self.joined = False
+
+    def _start(self, rank: int, log, forked: bool):
+        init = str(self.folder / "init")
+        if forked:
+            return fork(lambda inbox, outbox: serve(inbox, outbox, rank, WORLD, init, ANSWER_TIMEOUT), env=RANK_ENV,
+                        log=log)
+        return spawn("audit.runtime.ddp_rank", [str(rank), str(WORLD), init, str(ANSWER_TIMEOUT)],
+                     env={**os.environ, **RANK_ENV}, log=log)
 
     def join(self) -> None:
         """Wait until every rank has joined the process group (start-up: not on the check's clock)."""
         with starting("starting the distributed ranks"):
             self._read_all(START_TIMEOUT, "join the process group")
+        self.joined = True
 
     def spec(self, subject) -> str:
         """The file the ranks load this cell's entry from (written once per cell)."""
@@ -132,15 +145,26 @@ _SHARED: dict[str, Ranks] = {}
 
 
 def shared_ranks() -> Ranks:
-    """This process's pair of ranks, started on first use (or again after one failed)."""
+    """This process's pair of ranks, started on first use (or again after one failed), or forked at start-up."""
     ranks = _SHARED.get("ranks")
     if ranks is None or not ranks.alive():
         if ranks is not None:
             ranks.close()
         ranks = _SHARED["ranks"] = Ranks()
         atexit.register(close_ranks)
+    if not ranks.joined:
         ranks.join()
     return ranks
+
+
+def prefork_ranks() -> None:
+    """Fork this process's pair of ranks now. Called by the worker that holds a run's distributed cells, at its
+    start, before it loads any target: a forked rank shares the torch the worker imported instead of importing
+    its own (two imports, seconds each), and inherits no target's state. A pair that fails later is replaced
+    by started ones, as in any other process."""
+    if "ranks" not in _SHARED:
+        _SHARED["ranks"] = Ranks(forked=True)
+        atexit.register(close_ranks)
 
 
 def close_ranks() -> None:
@@ -213,6 +237,8 @@ import torch._dynamo  # DistributedDataParallel imports it: once here rather tha
 import torch.distributed as dist
 
 WORLD = 2
+#: What a rank's environment adds: gloo on the loopback interface, one thread.
+RANK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
 
 
 class Harness(torch.nn.Module):

@@ -66,6 +66,8 @@ class Check:
     ``not_for_sparse``: why the property cannot be checked when an input is sparse (``layout: sparse_coo`` or
     ``sparse_csr``); such a cell is a ``skip`` saying so. Empty: the check runs on sparse inputs too.
     ``examples`` caps the examples of a cell (0: ``--examples``), for a check whose every example is costly.
+    ``one_worker``: the check starts a costly helper once per worker process (the distributed check's ranks), so
+    with several workers its cells all go to one of them, and the others never start it.
     Bump ``version`` whenever the check's verdicts can change.
     """
 
@@ -88,3 +90,4 @@ class Check:
     not_for_sparse: str = ""
     version: int = 1
     examples: int = 0
+    one_worker: bool = False

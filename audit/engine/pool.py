@@ -16,6 +16,8 @@ from audit.engine.job import Finished, Job
 from audit.engine.memory import EXIT_OUT_OF_MEMORY
 from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready,
                                    StartUp)
+from audit.engine.parts import Wholes, split, take
+from audit.engine.worker import RANKS
 from audit.results.outcome import Outcome, error_outcome
 from audit.runtime.channel import spawn, tail
 from audit.runtime.options import RunOptions
@@ -28,9 +30,13 @@ MAX_RESTARTS = 3
 class Worker:
     """One worker process and the two pipes to it; its stdout and stderr go to a temporary log."""
 
-    def __init__(self, options: RunOptions):
+    def __init__(self, options: RunOptions, holder: bool = False):
+        """``holder``: this worker runs the cells of every one_worker check (see :mod:`audit.engine.parts`), and
+        starts what they share (the distributed ranks) at once."""
         self.log = tempfile.TemporaryFile()
-        child = spawn("audit.engine.worker", [str(options.max_memory)], env=_worker_env(options), log=self.log)
+        self.holder = holder
+        args = [str(options.max_memory)] + ([RANKS] if holder else [])
+        child = spawn("audit.engine.worker", args, env=_worker_env(options), log=self.log)
         self.process, self.outbox, self.inbox = child.process, child.outbox, child.inbox
         self.environment: dict | None = None
         self.max_memory = options.max_memory
@@ -111,27 +117,33 @@ class Assignment:
 
 def prestart(options: RunOptions, count: int) -> list[Worker]:
     """Start ``count`` workers now, so that their torch import overlaps the parent's planning."""
-    return [Worker(options) for _ in range(max(0, count))]
+    return [Worker(options, holder=not index) for index in range(max(0, count))]
 
 
-def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: list[Worker] | None = None) -> dict:
-    """Audit every job; ``listener`` hears each start, outcome and end. ``started`` workers (from
-    :func:`prestart`) are used first; any not needed are closed.
+def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: list[Worker] | None = None,
+             pinned: frozenset[str] = frozenset()) -> dict:
+    """Audit every job; ``listener`` hears each start, outcome and end of every whole job. ``started`` workers
+    (from :func:`prestart`) are used first; any not needed are closed. The cells of the ``pinned`` checks all
+    run in one worker (see :mod:`audit.engine.parts`).
 
     Returns the environment the workers reported.
     """
-    pending = deque(jobs)
     slots: list[tuple[Worker, Assignment | None]] = []
     environment: dict = {}
     wanted = max(1, min(options.jobs, len(jobs)))
+    # One worker (the first slot, the holder) runs every cell of a one_worker check; with one worker, nothing
+    # is split and each entry's cells run together, in order.
+    parts = split(jobs, pinned if wanted > 1 else frozenset())
+    pending, listener = deque(parts), Wholes(jobs, parts, listener)
     started = list(started or ())
     for extra in started[wanted:]:
         extra.close()
     try:
         slots = [(w, None) for w in started[:wanted]]
-        slots += [(Worker(options), None) for _ in range(wanted - len(slots))]
+        slots += [(Worker(options, holder=not index), None) for index in range(len(slots), wanted)]
         while pending or any(a for _, a in slots):
-            slots = [_assign(w, a, pending, listener, options) for w, a in slots]
+            slots = [_assign(w, a, pending, listener, options, holder=not index)
+                     for index, (w, a) in enumerate(slots)]
             ready = wait([w.inbox for w, a in slots if a], timeout=_next_deadline(slots))
             slots = [_serve(w, a, ready, options, listener, environment) for w, a in slots]
     finally:
@@ -140,10 +152,13 @@ def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: 
     return environment
 
 
-def _assign(worker: Worker, assignment, pending: deque, listener: Listener, options: RunOptions):
-    if assignment is not None or not pending:
+def _assign(worker: Worker, assignment, pending: deque, listener: Listener, options: RunOptions, holder: bool):
+    if assignment is not None:
         return worker, assignment
-    job = pending.popleft()
+    part = take(pending, holder)
+    if part is None:
+        return worker, None
+    job = part.job
     listener.begin(job)
     worker.outbox.send(Assign(job))
     assignment = Assignment(job=job, remaining=list(job.cells))
@@ -239,7 +254,7 @@ def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOpt
         for key in list(assignment.remaining):
             _record(assignment, error_outcome(key, f"not run: the worker died {MAX_RESTARTS} times on this entry"),
                     listener)
-    fresh = Worker(options)
+    fresh = Worker(options, holder=worker.holder)
     if not assignment.remaining:
         _end(assignment, listener)
         return fresh, None

@@ -77,7 +77,8 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
         if not job.cells:
             collector.begin(job)
             collector.end(job, Finished(collector.served(job).digest))
-    environment = _compute([job for job in left if job.cells], options, collector, workers, known)
+    pinned = frozenset(name for name, check in checks.items() if check.one_worker)
+    environment = _compute([job for job in left if job.cells], options, collector, workers, known, pinned)
     if cache:
         if environment != known:  # the workers saw another environment than the stored one: ask torch next time
             forget_environment(cache.folder)
@@ -88,11 +89,13 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
                      computed=sum(len(job.cells) for job in left))
 
 
-def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers, known: dict | None) -> dict:
-    """Run ``jobs`` in workers (none started when there are none); the workers' environment, or with none
-    started, this process's (``known`` when the result cache's store gave it)."""
+def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers, known: dict | None,
+             pinned: frozenset[str]) -> dict:
+    """Run ``jobs`` in workers (none started when there are none; the ``pinned`` checks' cells in one of them);
+    the workers' environment, or with none started, this process's (``known`` when the result cache's store
+    gave it)."""
     if jobs:
-        return run_jobs(jobs, options, collector, started=workers)
+        return run_jobs(jobs, options, collector, started=workers, pinned=pinned)
     for worker in workers or ():
         worker.close()
     return known if known is not None else local_environment()

@@ -1,7 +1,8 @@
 """The worker process: imports torch once, then audits the entries the parent sends, cell by cell.
 
-Run as ``python -m audit.engine.worker READ_FD WRITE_FD MAX_MEMORY``. A crash, hang or memory
-blow-up here is the parent's to notice; the worker only reports what it starts and finishes.
+Run as ``python -m audit.engine.worker READ_FD WRITE_FD MAX_MEMORY [ranks]``. A crash, hang or memory
+blow-up here is the parent's to notice; the worker only reports what it starts and finishes. With ``ranks``,
+the worker holds the run's distributed cells and forks their ranks at start-up (see :mod:`audit.engine.parts`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from audit.runtime.startup import report_to
 #: the first ``torch.autograd.grad`` call (sympy, through symbolic_shapes: over a second). Imported at start-up,
 #: which has a generous budget of its own, not in the first cell, whose budget is ``--timeout``.
 PRELOAD = ("audit.engine.cell", "torch.fx.experimental.symbolic_shapes")
+#: The command-line flag of the worker that holds the run's distributed cells.
+RANKS = "ranks"
 
 
 def main(argv: list[str]) -> int:
@@ -33,6 +36,10 @@ def main(argv: list[str]) -> int:
     import torch
 
     torch.set_num_threads(1)
+    if argv[3:4] == [RANKS]:
+        from audit.checks.distributed import prefork_ranks
+
+        prefork_ranks()  # before any target is loaded, and before the memory cap's watchdog thread
     for module in PRELOAD:
         importlib.import_module(module)
     memory.cap(int(argv[2]))

@@ -7,8 +7,10 @@ The protocol has pipes of its own, never the child's stdout: whatever the code u
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -37,6 +39,90 @@ def spawn(module: str, args: list[str], *, env: dict, log) -> Child:
     os.close(to_child_r)
     os.close(from_child_w)
     return Child(process, Connection(to_child_w, readable=False), Connection(from_child_r, writable=False))
+
+
+def fork(run, *, env: dict, log) -> Child:
+    """Fork this process into a child that calls ``run(inbox, outbox)`` and exits with what it returns: as
+    :func:`spawn`, but with what this process has imported already there (no second ``import torch``).
+
+    Only for a process that has run nothing of a target's yet (a worker at start-up): the child should not
+    inherit threads, locks or state a target left. Like a spawned child it leads a session of its own, writes
+    to ``log``, sets ``env`` in its environment, and keeps no other descriptor of this process."""
+    to_child_r, to_child_w = os.pipe()
+    from_child_r, from_child_w = os.pipe()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        _child(run, env, log, to_child_r, from_child_w)
+    os.close(to_child_r)
+    os.close(from_child_w)
+    return Child(Forked(pid), Connection(to_child_w, readable=False), Connection(from_child_r, writable=False))
+
+
+def _child(run, env: dict, log, inbox: int, outbox: int) -> None:
+    code = 1
+    try:
+        os.setsid()  # its own group: see reaper
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        _close_all_but(0, 1, 2, inbox, outbox)
+        os.environ.update(env)
+        code = run(Connection(inbox, writable=False), Connection(outbox, readable=False))
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # a stream closed under it: nothing more to say
+                pass
+        os._exit(code if isinstance(code, int) else 1)  # no atexit handler or finalizer of the parent's
+
+
+def _close_all_but(*keep: int) -> None:
+    """Close every descriptor but ``keep`` (the parent's pipes and files are not the child's)."""
+    low = 0
+    for fd in sorted(set(keep)) + [os.sysconf("SC_OPEN_MAX")]:
+        if fd > low:  # os.closerange(n, n) closes every descriptor from n up (Python 3.11, Linux close_range)
+            os.closerange(low, fd)
+        low = fd + 1
+
+
+class Forked:
+    """A forked child, with the part of :class:`subprocess.Popen` the audit uses: ``pid``, ``returncode``,
+    ``poll()``, ``wait()`` and ``kill()``."""
+
+    def __init__(self, pid: int):
+        self.pid, self.returncode = pid, None
+
+    def poll(self) -> int | None:
+        """The exit code once the child ended (reaping it), None while it runs."""
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped by someone else (the reaper's sweep): as Popen, code unknown
+                self.returncode = 0
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the child to end (at most ``timeout`` s: then :class:`subprocess.TimeoutExpired`)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the child, if it still runs."""
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
 
 
 def connect(argv: list[str]) -> tuple[Connection, Connection]:

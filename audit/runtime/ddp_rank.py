@@ -26,10 +26,15 @@ from audit.runtime.rank_messages import Gradients, GradientsRequest, Joined, Ran
 
 def main(argv: list[str]) -> int:
     """Join the group, then serve requests until the parent closes the pipe."""
+    inbox, outbox = connect(argv)
+    return serve(inbox, outbox, int(argv[2]), int(argv[3]), argv[4], float(argv[5]))
+
+
+def serve(inbox, outbox, rank: int, world: int, init_file: str, timeout: float) -> int:
+    """Join the group, then answer requests until the parent closes the pipe: the rank's whole life, whether
+    it was started as a module (:func:`main`) or forked from a worker (:func:`audit.runtime.channel.fork`)."""
     from audit.runtime.reaper import end_strays
 
-    inbox, outbox = connect(argv)
-    rank, world, init_file, timeout = int(argv[2]), int(argv[3]), argv[4], float(argv[5])
     _die_with_parent()
     import torch
     import torch.distributed as dist
@@ -100,10 +105,16 @@ def _gradients(subject, request: GradientsRequest, rank: int, world: int) -> dic
             for name, g in ddp.gradients(module.module).items()}
 
 
+#: The name ``ps`` and /proc/PID/comm show for a rank (a forked one's command line is its worker's).
+NAME = b"audit-rank"
+
+
 def _die_with_parent() -> None:
-    """Ask Linux to kill this process when the audit worker that started it dies."""
+    """Ask Linux to kill this process when the audit worker that started it dies, and name it a rank."""
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        libc.prctl(15, ctypes.c_char_p(NAME))  # PR_SET_NAME
     except (OSError, AttributeError):
         pass
 

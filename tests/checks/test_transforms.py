@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from audit.results.outcome import HELD, SKIPPED, VIOLATED
+from audit.runtime.ddp_rank import NAME
 from tests.helpers import entry, observe
 
 T = "tests.fixtures.transforms"
@@ -150,7 +151,8 @@ def test_unclaimed_transform_failures_are_recorded_not_gated(write_registry, tmp
 
 def _rank_processes() -> list[int]:
     """Live processes started from this one that run a distributed-check rank (by their PYTHONPATH, which
-    conftest sets: ranks of other test runs on the same machine are not ours)."""
+    conftest sets: ranks of other test runs on the same machine are not ours): started ones by their command
+    line, ones a worker forked by their name (their command line is the worker's)."""
     import os
     from pathlib import Path
 
@@ -159,12 +161,14 @@ def _rank_processes() -> list[int]:
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             command, environment = (proc / "cmdline").read_bytes(), (proc / "environ").read_bytes()
+            name = (proc / "comm").read_bytes().strip()
         except OSError:
             continue
         # The PYTHONPATH entry itself, not any mention: another checkout's run has this one's path elsewhere
         # in its environment (its venv's PATH).
         paths = [v for k, _, v in (item.partition(b"=") for item in environment.split(b"\0")) if k == b"PYTHONPATH"]
-        if b"audit.runtime.ddp_rank" in command and paths and ours in paths[0].split(os.pathsep.encode()):
+        rank = b"audit.runtime.ddp_rank" in command or name == NAME
+        if rank and paths and ours in paths[0].split(os.pathsep.encode()):
             found.append(int(proc.name))
     return [pid for pid in found if pid != os.getpid()]
 
@@ -176,6 +180,42 @@ def test_a_rank_that_fails_is_named_and_the_failed_pair_is_ended(tmp_path):
     found = observe(entry(tmp_path, target=f"{T}:BreaksOnRankOne", **spec), "distributed", examples=3)
     assert found.verdict == VIOLATED and "rank 1 raised RuntimeError: rank 1 broke" in found.message
     assert set(_rank_processes()) <= before
+
+
+def test_forked_ranks_serve_the_check_are_found_and_end_with_their_pair(tmp_path):
+    """The worker that holds a run's distributed cells forks its ranks (no second torch import): they join at
+    once, pass a correct entry and catch the per-process-state bug, carry the name the leak check above looks
+    for, and end with close()."""
+    from audit.checks import distributed
+    from audit.runtime.channel import Forked
+
+    distributed.prefork_ranks()
+    try:
+        ranks = distributed._SHARED["ranks"]
+        assert all(isinstance(child.process, Forked) for child in ranks.children)
+        assert distributed.shared_ranks() is ranks and ranks.joined
+        # Named, so that the leak check above finds them in a run (a worker's PYTHONPATH is in their environment).
+        assert [_name(pid) for pid in ranks.pids] == [NAME, NAME]
+        pids = ranks.pids
+        spec = claims(MATRIX, distributed=True)
+        assert observe(entry(tmp_path, target=f"{T}:Cube", **spec), "distributed", examples=2).verdict == HELD
+        caught = observe(entry(tmp_path, target=f"{T}:CenteredRows", name="centered", **spec), "distributed",
+                         examples=3)
+        assert caught.verdict == VIOLATED, caught.message
+        assert distributed._SHARED["ranks"] is ranks and ranks.joined  # the forked pair served both cells
+    finally:
+        distributed.close_ranks()
+    assert [_name(pid) for pid in pids] == [None, None]
+
+
+def _name(pid: int) -> bytes | None:
+    """A live process's name (/proc/PID/comm); None once it is gone."""
+    from pathlib import Path
+
+    try:
+        return (Path("/proc") / str(pid) / "comm").read_bytes().strip()
+    except OSError:
+        return None
 
 
 @pytest.mark.slow

@@ -1,0 +1,75 @@
+"""An entry's job in parts, so that several workers share a run without each starting the same helper.
+
+A check declared ``one_worker`` (the distributed check: its pair of rank processes costs two torch imports
+to start) has its cells sent to one worker, the holder; the entry's other cells form a part any worker
+takes. The listener still hears of whole jobs: one begin, every outcome, one end per entry.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from audit.engine.job import Finished, Job
+from audit.results.outcome import Outcome
+
+
+@dataclass(frozen=True)
+class Part:
+    """Some of a job's cells; ``pinned``: only the holding worker takes it."""
+
+    job: Job
+    pinned: bool = False
+
+
+def split(jobs: list[Job], pinned_checks: frozenset[str]) -> list[Part]:
+    """Each job as its unpinned part, then its pinned part (the cells of ``pinned_checks``), in job order; a
+    part with no cell is left out."""
+    parts = []
+    for job in jobs:
+        own = tuple(key for key in job.cells if key.check in pinned_checks)
+        rest = tuple(key for key in job.cells if key.check not in pinned_checks)
+        parts += [Part(job.only(cells), pinned) for cells, pinned in ((rest, False), (own, True)) if cells]
+    return parts
+
+
+def take(pending: deque, holder: bool) -> Part | None:
+    """The next part a worker may take: the first one for the holder, the first unpinned one for any other."""
+    for index, part in enumerate(pending):
+        if holder or not part.pinned:
+            del pending[index]
+            return part
+    return None
+
+
+class Wholes:
+    """Hears the parts and tells ``listener`` of the whole jobs they came from: begin when the first part is
+    taken, each outcome, end after the last part ends (with the digest and target error either part saw)."""
+
+    def __init__(self, jobs: list[Job], parts: list[Part], listener):
+        self.listener = listener
+        self.wholes = {job.entry.name: job for job in jobs}
+        self.left = {name: 0 for name in self.wholes}
+        for part in parts:
+            self.left[part.job.entry.name] += 1
+        self.finished: dict[str, Finished] = {}
+
+    def begin(self, job: Job) -> None:
+        """A part is taken: the whole job begins with the first."""
+        name = job.entry.name
+        if name not in self.finished:
+            self.finished[name] = Finished(None)
+            self.listener.begin(self.wholes[name])
+
+    def outcome(self, job: Job, outcome: Outcome) -> None:
+        """A cell of a part has its outcome: it is the whole job's."""
+        self.listener.outcome(self.wholes[job.entry.name], outcome)
+
+    def end(self, job: Job, finished: Finished) -> None:
+        """A part ended; the whole job ends with its last."""
+        name = job.entry.name
+        seen = self.finished[name]
+        self.finished[name] = Finished(seen.digest or finished.digest, seen.target_error or finished.target_error)
+        self.left[name] -= 1
+        if not self.left[name]:
+            self.listener.end(self.wholes[name], self.finished[name])
