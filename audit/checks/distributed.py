@@ -14,6 +14,7 @@ the ranks end with it.
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import pickle
 import shutil
@@ -39,6 +40,10 @@ from audit.toolkit.tensors import mismatch
 WORLD = 2
 #: What a rank's environment adds: gloo on the loopback interface, one thread.
 RANK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+#: What a rank imports to answer its first request (DistributedDataParallel imports Dynamo: about 2 s): a worker
+#: imports it before forking its ranks, so that they share it (the worker's compile and export cells need it too).
+RANK_IMPORTS = ("torch._dynamo", "torch.nn.parallel", "audit.runtime.subject", "audit.runtime.target",
+                "audit.runtime.isolation", "audit.inputs.case", "audit.toolkit.ddp")
 #: Seconds a rank may take to start (import torch, join the group), and to answer (loading an entry on first use).
 START_TIMEOUT = 120.0
 ANSWER_TIMEOUT = 60.0
@@ -163,6 +168,8 @@ def prefork_ranks() -> None:
     its own (two imports, seconds each), and inherits no target's state. A pair that fails later is replaced
     by started ones, as in any other process."""
     if "ranks" not in _SHARED:
+        for module in RANK_IMPORTS:  # imported once, here, rather than by each rank on its first request
+            importlib.import_module(module)
         _SHARED["ranks"] = Ranks(forked=True)
         atexit.register(close_ranks)
 
@@ -239,6 +246,10 @@ import torch.distributed as dist
 WORLD = 2
 #: What a rank's environment adds: gloo on the loopback interface, one thread.
 RANK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+#: What a rank imports to answer its first request (DistributedDataParallel imports Dynamo: about 2 s): a worker
+#: imports it before forking its ranks, so that they share it (the worker's compile and export cells need it too).
+RANK_IMPORTS = ("torch._dynamo", "torch.nn.parallel", "audit.runtime.subject", "audit.runtime.target",
+                "audit.runtime.isolation", "audit.inputs.case", "audit.toolkit.ddp")
 
 
 class Harness(torch.nn.Module):

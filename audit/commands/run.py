@@ -11,7 +11,7 @@ from audit import profiles
 from audit import shard as shard_mod
 from audit import outlock
 from audit import publish
-from audit.commands.select import checks_dir, run_table, select_checks, select_entries
+from audit.commands.select import checks_dir, one_worker_selected, run_table, select_checks, select_entries
 from audit.contract import Exit, Status
 from audit.errors import UsageError
 from audit.io import write_atomic
@@ -50,9 +50,11 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
                              checks_dir=str(checks_dir(loaded)), compile_backend=settled["compile_backend"],
                              cache_dir=str(Path(cache_dir) if cache_dir else base / ".audit-cache") if settled["cache"] else None,
                              cache_size=parse_size(cache_size, "--cache-size"))
-        # Workers import torch while this process does (the check table needs it): the two overlap. With the
-        # cache on, most runs need no worker at all, so none is started ahead.
-        workers = [] if options.cache_dir or not entries else prestart(options, min(jobs, len(entries)))
+        # Workers import torch while this process plans: the two overlap. With the cache on, most runs need no
+        # worker at all, so none is started ahead. The first forks the distributed ranks when the run may have
+        # distributed cells.
+        workers = [] if options.cache_dir or not entries else prestart(options, min(jobs, len(entries)),
+                                                                         ranks=one_worker_selected(checks))
         try:
             table = run_table(loaded)  # declarations: the parent imports no torch while the cache serves every cell
             only = select_checks(table, checks)

@@ -60,3 +60,11 @@ def select_checks(checks: dict, names) -> set | None:
     if unknown:
         raise UsageError(f"unknown check {', '.join(unknown)}; known: {', '.join(checks)}")
     return set(names) or None
+
+
+def one_worker_selected(names) -> bool:
+    """Whether the ``--check`` names (all when none are given) include a built-in check whose cells one worker
+    holds (see :mod:`audit.engine.parts`): the distributed check, whose ranks that worker then forks at start-up."""
+    from audit.checks.catalog import CATALOG
+
+    return any(CATALOG[name].one_worker for name in (names or CATALOG) if name in CATALOG)

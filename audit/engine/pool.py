@@ -30,12 +30,12 @@ MAX_RESTARTS = 3
 class Worker:
     """One worker process and the two pipes to it; its stdout and stderr go to a temporary log."""
 
-    def __init__(self, options: RunOptions, holder: bool = False):
-        """``holder``: this worker runs the cells of every one_worker check (see :mod:`audit.engine.parts`), and
-        starts what they share (the distributed ranks) at once."""
+    def __init__(self, options: RunOptions, ranks: bool = False):
+        """``ranks``: the worker forks the distributed check's ranks at start-up (the worker that holds the run's
+        distributed cells, see :mod:`audit.engine.parts`)."""
         self.log = tempfile.TemporaryFile()
-        self.holder = holder
-        args = [str(options.max_memory)] + ([RANKS] if holder else [])
+        self.ranks = ranks
+        args = [str(options.max_memory)] + ([RANKS] if ranks else [])
         child = spawn("audit.engine.worker", args, env=_worker_env(options), log=self.log)
         self.process, self.outbox, self.inbox = child.process, child.outbox, child.inbox
         self.environment: dict | None = None
@@ -115,9 +115,10 @@ class Assignment:
         self.starting = what
 
 
-def prestart(options: RunOptions, count: int) -> list[Worker]:
-    """Start ``count`` workers now, so that their torch import overlaps the parent's planning."""
-    return [Worker(options, holder=not index) for index in range(max(0, count))]
+def prestart(options: RunOptions, count: int, ranks: bool = False) -> list[Worker]:
+    """Start ``count`` workers now, so that their torch import overlaps the parent's planning; with ``ranks``,
+    the first (the one that will hold the distributed cells) forks the distributed ranks."""
+    return [Worker(options, ranks=ranks and not index) for index in range(max(0, count))]
 
 
 def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: list[Worker] | None = None,
@@ -140,7 +141,8 @@ def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: 
         extra.close()
     try:
         slots = [(w, None) for w in started[:wanted]]
-        slots += [(Worker(options, holder=not index), None) for index in range(len(slots), wanted)]
+        ranks = any(key.check in pinned for job in jobs for key in job.cells)
+        slots += [(Worker(options, ranks=ranks and not index), None) for index in range(len(slots), wanted)]
         while pending or any(a for _, a in slots):
             slots = [_assign(w, a, pending, listener, options, holder=not index)
                      for index, (w, a) in enumerate(slots)]
@@ -254,7 +256,7 @@ def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOpt
         for key in list(assignment.remaining):
             _record(assignment, error_outcome(key, f"not run: the worker died {MAX_RESTARTS} times on this entry"),
                     listener)
-    fresh = Worker(options, holder=worker.holder)
+    fresh = Worker(options, ranks=worker.ranks)
     if not assignment.remaining:
         _end(assignment, listener)
         return fresh, None

@@ -1,8 +1,9 @@
 """The worker process: imports torch once, then audits the entries the parent sends, cell by cell.
 
 Run as ``python -m audit.engine.worker READ_FD WRITE_FD MAX_MEMORY [ranks]``. A crash, hang or memory
-blow-up here is the parent's to notice; the worker only reports what it starts and finishes. With ``ranks``,
-the worker holds the run's distributed cells and forks their ranks at start-up (see :mod:`audit.engine.parts`).
+blow-up here is the parent's to notice; the worker only reports what it starts and finishes. With ``ranks``
+(the worker that holds a run's distributed cells, see :mod:`audit.engine.parts`), it forks the distributed
+check's ranks at start-up.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from audit.runtime.startup import report_to
 #: the first ``torch.autograd.grad`` call (sympy, through symbolic_shapes: over a second). Imported at start-up,
 #: which has a generous budget of its own, not in the first cell, whose budget is ``--timeout``.
 PRELOAD = ("audit.engine.cell", "torch.fx.experimental.symbolic_shapes")
-#: The command-line flag of the worker that holds the run's distributed cells.
+#: The command-line flag of a worker that forks the distributed check's ranks at start-up.
 RANKS = "ranks"
 
 
@@ -36,12 +37,12 @@ def main(argv: list[str]) -> int:
     import torch
 
     torch.set_num_threads(1)
+    for module in PRELOAD:
+        importlib.import_module(module)
     if argv[3:4] == [RANKS]:
         from audit.checks.distributed import prefork_ranks
 
         prefork_ranks()  # before any target is loaded, and before the memory cap's watchdog thread
-    for module in PRELOAD:
-        importlib.import_module(module)
     memory.cap(int(argv[2]))
     report_to(lambda what: outbox.send(StartUp(what)))
     outbox.send(Ready(environment()))

@@ -77,3 +77,10 @@ def test_the_listener_hears_whole_jobs_one_begin_and_one_end_each(tmp_path):
     wholes.end(rest.job, Finished("digest"))
     assert heard.events[2:] == [("outcome", "a", 2, "forward"),
                                 ("end", "a", 2, Finished("digest", "target could not be loaded"))]
+
+
+def test_the_holder_forks_ranks_only_when_the_run_may_have_distributed_cells():
+    from audit.commands.select import one_worker_selected
+
+    assert one_worker_selected(()) and one_worker_selected(["gradcheck", "distributed"])
+    assert not one_worker_selected(["gradcheck", "compile"])
