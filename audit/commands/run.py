@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -31,6 +32,7 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
     ``explicit`` names the options given on the command line: those win over the ``profile``'s values.
     """
     loaded = load_registry(registry)  # first: a bad registry is refused before torch is imported
+    _require_torch()
     with outlock.exclusive(Path(out)):  # one writer per --out, from the start: a second run is refused at once
         from audit.runtime.options import RunOptions
         from audit.engine.pool import prestart
@@ -75,6 +77,13 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
             click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
                        f"{options.cache_dir}; {result.computed} computed", err=True)
         return Exit.GATE_FAILED if matrix.verdict == "fail" else Exit.OK
+
+
+def _require_torch() -> None:
+    """Refuse the run (the CLI says what to install) where torch is not installed. This process never imports
+    it, and workers that cannot would each die at start-up, turning every cell into an error."""
+    if importlib.util.find_spec("torch") is None:
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
 
 
 def _shard(entries, text: str, durations_path):
