@@ -189,6 +189,7 @@ def test_forked_ranks_serve_the_check_are_found_and_end_with_their_pair(tmp_path
     from audit.checks import distributed
     from audit.runtime.channel import Forked
 
+    distributed.close_ranks()  # a pair an earlier test started in this process
     distributed.prefork_ranks()
     try:
         ranks = distributed._SHARED["ranks"]
