@@ -42,14 +42,28 @@ def audit_run(registry: Path, out: Path, *extra: str) -> list[str]:
 
 def overhead(work: Path) -> dict:
     checks = [arg for name in OVERHEAD_CHECKS for arg in ("--check", name)]
-    audit_times, floor_times = [], []
+    audit_times, floor_times, floor_checks = [], [], {}
     for _ in range(ROUNDS):
         audit_times.append(timed(audit_run(REGISTRY, work / "overhead", *checks, "-j", "1")))
-        floor_times.append(timed([sys.executable, "-m", "bench.floor", str(REGISTRY)]))
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "bench.floor", str(REGISTRY)], cwd=ROOT, capture_output=True,
+                              text=True, check=True)
+        floor_times.append(time.perf_counter() - start)
+        floor_checks = floor_per_check(done.stdout)
     matrix = json.loads((work / "overhead" / "matrix.json").read_text())
     cells = sum(c["seconds"] for e in matrix["entries"] for c in e["cells"])
+    in_cells = {name: sum(c["seconds"] for e in matrix["entries"] for c in e["cells"] if c["check"] == name)
+                for name in OVERHEAD_CHECKS}
     audit, floor = statistics.median(audit_times), statistics.median(floor_times)
-    return {"audit": audit, "floor": floor, "ratio": audit / floor, "cells": cells, "engine": audit - cells}
+    return {"audit": audit, "floor": floor, "ratio": audit / floor, "cells": cells, "engine": audit - cells,
+            "by_check": [(name, in_cells[name], floor_checks.get(name, float("nan"))) for name in OVERHEAD_CHECKS]}
+
+
+def floor_per_check(output: str) -> dict[str, float]:
+    """The floor's seconds per check, from its last line (``... per check: gradcheck 3.20 s, ...``)."""
+    listed = output.strip().splitlines()[-1].split("per check: ", 1)[1]
+    return {name: float(seconds.removesuffix(" s")) for name, seconds in
+            (item.split(" ", 1) for item in listed.split(", "))}
 
 
 def scaling(work: Path) -> dict:
@@ -146,6 +160,8 @@ def render(results: dict, started: float) -> str:
         f"| **ratio** (target ≤ 1.10) | **{o['ratio']:.2f}** |",
         f"| of the audit's time: inside cells (the checks themselves) | {o['cells']:.1f} |",
         f"| of the audit's time: the engine (imports, workers, scheduling, reports) | {o['engine']:.1f} |", "",
+        "| check | audit, inside its cells (s) | floor (s) |", "|---|---|---|",
+        *[f"| {name} | {mine:.1f} | {bare:.1f} |" for name, mine, bare in o["by_check"]], "",
         "## 2. Parallel scaling (every check)", "",
         "| | seconds |", "|---|---|",
         f"| `-j 1` | {s['j1']:.1f} |", f"| `-j 2` | {s['j2']:.1f} |",
