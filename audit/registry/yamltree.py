@@ -37,7 +37,10 @@ class Refused(yaml.YAMLError):
 
 @dataclass
 class Located:
-    """Plain data from a YAML document, and the (line, column) of each path, 1-based."""
+    """Plain data from a YAML document, and the (line, column) of each path, 1-based: ``marks`` and
+    ``key_marks`` hold each path's node and key node, whose position is read only when asked for (most
+    registries need a few of 20,000). ``aliased``: whether the text may hold an alias, the only way a node is
+    converted twice; without one, the bookkeeping that bounds what aliases expand to has nothing to do."""
 
     data: object
     marks: dict = field(default_factory=dict)
@@ -46,14 +49,15 @@ class Located:
     converted: int = 0
     distinct: set = field(default_factory=set)
     open_nodes: set = field(default_factory=set)
+    aliased: bool = True
 
     def where(self, path: Path, *, key: bool = False) -> tuple[int, int]:
         """The closest known position of ``path`` (the key itself when ``key``)."""
         if key and path in self.key_marks:
-            return self.key_marks[path]
+            return _mark(self.key_marks[path])
         while path not in self.marks and path:
             path = path[:-1]
-        return self.marks.get(path, (1, 1))
+        return _mark(self.marks[path]) if path in self.marks else (1, 1)
 
 
 #: libyaml's parser when PyYAML was built with it (about 4x faster on large registries); same nodes and marks.
@@ -88,7 +92,7 @@ def parse(text: str) -> Located:
         node = loader.get_single_node()
     finally:
         loader.dispose()
-    located = Located(data=None)
+    located = Located(data=None, aliased="*" in text)  # an alias is written *name
     located.data = _convert(node, (), located, loader) if node is not None else None
     return located
 
@@ -98,18 +102,26 @@ def _mark(node) -> tuple[int, int]:
 
 
 def _convert(node, path: Path, located: Located, loader):
-    _admit(node, path, located)
-    mark = node.start_mark
-    located.marks[path] = (mark.line + 1, mark.column + 1)
+    if located.aliased:
+        _admit(node, path, located)
+    elif len(path) > MAX_DEPTH or node.tag not in PLAIN_TAGS:
+        _refuse(node, path, located)
+    located.marks[path] = node
     if node.__class__ is _SCALAR:
         return _scalar(node, loader)
+    if not located.aliased:
+        return _collection(node, path, located, loader)
     located.open_nodes.add(id(node))
     try:
-        if node.__class__ is _MAPPING:
-            return _mapping(node, path, located, loader)
-        return [_convert(item, path + (i,), located, loader) for i, item in enumerate(node.value)]
+        return _collection(node, path, located, loader)
     finally:
         located.open_nodes.discard(id(node))
+
+
+def _collection(node, path: Path, located: Located, loader):
+    if node.__class__ is _MAPPING:
+        return _mapping(node, path, located, loader)
+    return [_convert(item, path + (i,), located, loader) for i, item in enumerate(node.value)]
 
 
 #: The composer's node classes (compared by identity: ``isinstance`` per node shows on 20,000 nodes).
@@ -166,7 +178,7 @@ def _mapping(node, path: Path, located: Located, loader) -> dict:
         inner = path + (key,)
         if key in result:
             located.duplicates.append((inner, _mark(key_node)))
-        located.key_marks[inner] = _mark(key_node)
+        located.key_marks[inner] = key_node
         result[key] = _convert(value_node, inner, located, loader)
     return result
 
