@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -83,3 +85,19 @@ def test_the_memo_is_on_for_the_built_in_table(registry):
     summary = Summaries(declarations())
     entries = load_registry(ROOT / registry).entries
     assert [summary(e) for e in entries] == [summarise(e, declarations()) for e in entries] and summary.seen
+
+
+#: What ``audit list`` does not need: torch, jsonschema (a valid registry), the cells' module, and
+#: importlib.resources (tempfile, shutil, zipfile...: more than the schema's read).
+UNNEEDED = ("torch", "jsonschema", "audit.results.outcome", "importlib.resources")
+
+
+def test_list_imports_nothing_it_does_not_need(write_registry):
+    """A module set to None in sys.modules fails its import: the listing runs through without any of them."""
+    registry = write_registry([{"name": f"e{i}", "target": "m:F", "inputs": [{"shape": ["N"]}]} for i in range(3)],
+                              defaults={"owner": "@t"})
+    blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in UNNEEDED)
+    code = f"import sys; {blocked}; sys.argv[0] = 'audit'; from audit.cli import main; main()"
+    listed = subprocess.run([sys.executable, "-c", code, "list", "--registry", str(registry)], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert listed.returncode == 0 and listed.stdout.startswith("e0  [function] m:F  owner @t"), listed.stderr
