@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -65,20 +66,25 @@ _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Loader(_BASE_LOADER):
-    """The safe loader, resolving each distinct scalar's implicit tag once: the resolver is Python even under
-    libyaml, and a registry repeats most of its scalars (keys, dim names, dtypes)."""
+    """The safe loader, with the resolver's per-node calls made cheap: the composer calls them from C around every
+    node, and they are Python even under libyaml. Without path resolvers (a safe loader has none), a scalar's tag
+    depends on its kind, value and implicitness alone, so each distinct scalar is resolved once (a registry repeats
+    most of its scalars: keys, dim names, dtypes), and descending into a node and back has nothing to do."""
 
     def __init__(self, stream):
         super().__init__(stream)
-        self._tags: dict = {}
+        if not self.yaml_path_resolvers:
+            self.resolve = functools.lru_cache(maxsize=None)(super().resolve)
+            self.descend_resolver, self.ascend_resolver = _IGNORE_TWO, _IGNORE_NONE
 
-    def resolve(self, kind, value, implicit):
-        """The tag PyYAML's resolver gives, remembered (it depends on nothing else: no path resolvers here)."""
-        key = (kind, value, implicit)
-        tag = self._tags.get(key)
-        if tag is None:
-            tag = self._tags[key] = super().resolve(kind, value, implicit)
-        return tag
+    def dispose(self):
+        """Also drop the tag cache, which refers back to the loader: no cycle left for the collector to find."""
+        super().dispose()
+        self.__dict__.pop("resolve", None)
+
+
+#: C callables that do nothing with their arguments (a Python no-op costs a frame per node).
+_IGNORE_TWO, _IGNORE_NONE = {}.get, type(None)
 
 
 _LOADER = _Loader

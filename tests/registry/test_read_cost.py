@@ -7,6 +7,7 @@ import gc
 from pathlib import Path
 
 import pytest
+import yaml
 
 from audit.errors import RegistryError
 from audit.registry import load as load_mod
@@ -72,3 +73,53 @@ def test_a_text_without_aliases_converts_as_one_with_them(text):
     assert [plain.where(p) for p in paths] == [aliased.where(p) for p in paths]
     assert [plain.where(p, key=True) for p in paths] == [aliased.where(p, key=True) for p in paths]
     assert len(set(plain.where(p) for p in paths)) > 3
+
+
+def _shape(node):
+    """A composed node as plain data: its class, tag, position and value (its items, for a collection)."""
+    value = node.value if isinstance(node.value, str) else [
+        tuple(map(_shape, item)) if isinstance(item, tuple) else _shape(item) for item in node.value]
+    return type(node).__name__, node.tag, node.start_mark.line, node.start_mark.column, value
+
+
+TAGGED = """\
+a: [1, 1.5, 1e3, "2", '3', true, yes, null, ~, 2027-01-02, 0x1f, .inf, x]
+b: {1: one, 2.5: two, null: three, c: &c [d, d]}
+e: *c
+f: [1, "1", 1, '1', true, "true"]
+"""
+
+
+def test_the_cheap_resolver_composes_what_the_plain_one_does():
+    """The loader's cached tags and no-op descents give the nodes (tags, positions) the plain safe loader gives."""
+    from audit.registry.yamltree import _LOADER, _BASE_LOADER
+
+    for text in (TAGGED, (ROOT / "registry.yaml").read_text()):
+        assert _shape(_LOADER(text).get_single_node()) == _shape(_BASE_LOADER(text).get_single_node())
+
+
+def test_a_path_resolver_keeps_the_full_resolver():
+    """With a path resolver the tag depends on where a scalar sits: no cache, the resolver's own descent."""
+    from audit.registry.yamltree import _LOADER
+
+    class Pathed(_LOADER):
+        pass
+
+    Pathed.add_path_resolver("!here", ["a"], dict)
+    node = Pathed("a: {x: 1}\nb: {x: 1}\n").get_single_node()
+    assert [value.tag for _, value in node.value] == ["!here", "tag:yaml.org,2002:map"]
+
+
+def test_a_disposed_loader_is_freed_at_once(collection_state):
+    """Its tag cache refers back to it: dispose breaks that cycle, so the text and parser go without a collection."""
+    import weakref
+
+    from audit.registry.yamltree import _LOADER
+
+    gc.disable()
+    loader = _LOADER(TAGGED)
+    loader.get_single_node()
+    loader.dispose()
+    gone = weakref.ref(loader)
+    del loader
+    assert gone() is None
