@@ -73,6 +73,7 @@ class _Loader(_BASE_LOADER):
 
     def __init__(self, stream):
         super().__init__(stream)
+        self.reused: dict = {}  # (tag, text) -> the value, for the scalars of _SCALAR_TAGS
         if not self.yaml_path_resolvers:
             self.resolve = functools.lru_cache(maxsize=None)(super().resolve)
             self.descend_resolver, self.ascend_resolver = _IGNORE_TWO, _IGNORE_NONE
@@ -132,8 +133,10 @@ def _collection(node, path: Path, located: Located, loader):
 
 #: The composer's node classes (compared by identity: ``isinstance`` per node shows on 20,000 nodes).
 _SCALAR, _MAPPING = yaml.ScalarNode, yaml.MappingNode
-#: Scalar tags whose constructor is a plain function of the node: called directly, not through
-#: ``construct_object``'s bookkeeping (a third of the conversion); other tags on a scalar go the long way.
+#: Scalar tags whose constructor is a plain function of the node's text, with an immutable result: called
+#: directly, not through ``construct_object``'s bookkeeping (a third of the conversion), and once per distinct
+#: text (the constructors are Python, and a registry repeats its sizes and dim ranges); other tags on a scalar
+#: go the long way.
 _SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool", "null", "timestamp"))
 _STR_TAG = "tag:yaml.org,2002:str"
 
@@ -142,6 +145,15 @@ def _scalar(node, loader):
     if node.tag == _STR_TAG:
         # plain (unquoted) only: a quoted "1e-3" stays the string it says it is
         return float(node.value) if not node.style and _EXPONENT_FLOAT.fullmatch(node.value) else node.value
+    if node.tag not in _SCALAR_TAGS:
+        return _constructed(node, loader)
+    key = (node.tag, node.value)  # one value for every repeat of the text: it is immutable and a function of it
+    if key not in loader.reused:
+        loader.reused[key] = _constructed(node, loader)
+    return loader.reused[key]
+
+
+def _constructed(node, loader):
     try:
         if node.tag in _SCALAR_TAGS:
             value = loader.yaml_constructors[node.tag](loader, node)

@@ -123,3 +123,19 @@ def test_a_disposed_loader_is_freed_at_once(collection_state):
     gone = weakref.ref(loader)
     del loader
     assert gone() is None
+
+
+SCALARS = ("[1, 1, 0x1f, 31, !!float 1, 1.0, '1', true, yes, True, !!str true, null, ~, Null, !!int '7', 7, 1e3, -0, "
+           "0, 1.5, 1.5, 2027-01-02, 2027-01-02, 2027-02-30, !!timestamp 2027-01-02, .nan, .nan]\n")
+#: What the registry reads: PyYAML's values and types, but 1e3 a float, a date its ISO text, a date that is none its text.
+READ = [1, 1, 31, 31, 1.0, 1.0, "1", True, True, True, "true", None, None, None, 7, 7, 1000.0, 0, 0, 1.5, 1.5,
+        "2027-01-02", "2027-01-02", "2027-02-30", "2027-01-02"]
+
+
+def test_repeated_scalars_convert_as_the_plain_loader_gives_them():
+    """Each repeat of a scalar's text under one tag reuses one value, of the right value and type."""
+    *data, nan, again = parse(SCALARS).data
+    assert [(type(v), v) for v in data] == [(type(v), v) for v in READ]
+    assert nan != nan and again is nan  # PyYAML's own .nan is one object too
+    first, second = parse("[123456789, 123456789]\n").data
+    assert first is second  # constructed once (CPython keeps no such int of its own)
