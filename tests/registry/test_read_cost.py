@@ -11,6 +11,7 @@ import yaml
 
 from audit.errors import RegistryError
 from audit.registry import load as load_mod
+from audit.registry import semantics
 from audit.registry.load import parse_registry
 from audit.registry.yamltree import parse
 
@@ -139,3 +140,14 @@ def test_repeated_scalars_convert_as_the_plain_loader_gives_them():
     assert nan != nan and again is nan  # PyYAML's own .nan is one object too
     first, second = parse("[123456789, 123456789]\n").data
     assert first is second  # constructed once (CPython keeps no such int of its own)
+
+
+def test_each_entry_naming_a_bad_handle_is_reported():
+    """A handle is judged once, its verdict reused: every entry that names a bad one is still told so."""
+    text = b"version: 1\nentries:\n" + b"".join(
+        b'  - {name: e%d, owner: "%s", target: m:F, inputs: [{shape: [1]}]}\n' % (i, owner)
+        for i, owner in enumerate([b"@a", b"<b>", b"@a", b"<b>", b"@a b"]))
+    with pytest.raises(RegistryError) as raised:
+        parse_registry(text, "r.yaml")
+    assert [p.path for p in raised.value.problems] == ["entries[1].owner", "entries[3].owner", "entries[4].owner"]
+    assert semantics._bad_handle.cache_info().hits >= 2
