@@ -151,3 +151,15 @@ def test_each_entry_naming_a_bad_handle_is_reported():
         parse_registry(text, "r.yaml")
     assert [p.path for p in raised.value.problems] == ["entries[1].owner", "entries[3].owner", "entries[4].owner"]
     assert semantics._bad_handle.cache_info().hits >= 2
+
+
+def test_entries_share_equal_claims_and_keep_their_own():
+    """Equal claims are one Supports object (as the default training settings are one); differing claims not."""
+    claims = ["{vmap: true}", "{vmap: false}", "{vmap: true}", "{compile: fullgraph}", "{compile: true}", "{}"]
+    text = "version: 1\nentries:\n" + "".join(
+        f"  - {{name: e{i}, owner: '@a', target: m:F, inputs: [{{shape: [1]}}], supports: {c}}}\n"
+        for i, c in enumerate(claims))
+    entries = parse_registry(text.encode(), "r.yaml").entries
+    got = [(e.supports.vmap, e.supports.compile) for e in entries]
+    assert got == [(True, False), (False, False), (True, False), (False, "fullgraph"), (False, True), (False, False)]
+    assert entries[0].supports is entries[2].supports and entries[0].training is entries[1].training
