@@ -70,20 +70,30 @@ def compile_schema(schema):
 
 
 def _checker(accepted, tests: dict):
+    by_type = {python: _type_tests(kind, accepted, tests[kind]) for python, kind in _KINDS.items()}
+
     def check(value) -> bool:
-        found = _KINDS.get(type(value))  # kind(), inlined: the one call made for every value of the document
+        try:
+            found = by_type[type(value)]  # the one lookup made for every value of the document
+        except KeyError:
+            raise Unsure(type(value).__name__) from None
         if found is None:
-            raise Unsure(type(value).__name__)
-        if accepted is not None and found not in accepted:
-            # draft-07: a float without a fraction (1.0) is an integer too
-            if not (found == "number" and "integer" in accepted and value.is_integer()):
-                return False
-        for test in tests[found]:
+            return False
+        for test in found:
             if not test(value):
                 return False
         return True
 
     return check
+
+
+def _type_tests(kind: str, accepted, tests: tuple) -> tuple | None:
+    """The tests a value of JSON type ``kind`` must pass, None when ``type`` refuses it."""
+    if accepted is None or kind in accepted:
+        return tests
+    if kind == "number" and "integer" in accepted:
+        return (float.is_integer,) + tests  # draft-07: a float without a fraction (1.0) is an integer too
+    return None
 
 
 def _accepted(spec) -> frozenset | None:
