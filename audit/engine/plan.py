@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from audit.contract import CHECK_NAMES, DEVICE_ORDER, DTYPE_ORDER
 from audit.registry.model import Entry
-from audit.results.outcome import CellKey
 
 #: Contract order as a rank: sorting by a dict lookup, not ``tuple.index`` (1,000 entries x 25 checks).
 _DTYPE_RANK = {dtype: rank for rank, dtype in enumerate(DTYPE_ORDER)}
@@ -13,6 +12,8 @@ _BUILTIN = frozenset(CHECK_NAMES)
 
 def plan(entry: Entry, checks: dict, *, only=None, devices=None) -> list[CellKey]:
     """The entry's cells; ``only`` limits the checks, ``devices`` the devices."""
+    from audit.results.outcome import CellKey  # here: ``audit list`` plans without cells, and without their module
+
     chosen = [d for d in entry_devices(entry) if devices is None or d in devices]
     return [CellKey(name, dtype, device) for name, dtypes in planned_checks(entry, checks, only=only)
             for dtype in dtypes for device in chosen]

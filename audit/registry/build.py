@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from audit.registry.model import (DEFAULT_DENSITY, DEFAULT_DOMAIN, Entry, Expectation, Supports, TensorSpec,
                                   ToleranceOverride, Training, ValueSpec)
 
@@ -26,7 +28,7 @@ def build_entry(data: dict, line: int) -> Entry:
         tolerance=tuple((dt, ToleranceOverride(**tol)) for dt, tol in sorted(data.get("tolerance", {}).items())),
         expect=tuple(Expectation(**w) for w in data.get("expect", ())),
         checks=tuple(data.get("checks", ())),
-        training=Training(**data.get("training", {})),
+        training=Training(**data["training"]) if "training" in data else _DEFAULT_TRAINING,
     )
 
 
@@ -41,5 +43,15 @@ def _input(spec: dict):
 
 
 def _supports(data: dict) -> Supports:
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
-    return Supports(**values)
+    return _claims(tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in data.items()))
+
+
+@functools.lru_cache(maxsize=256)
+def _claims(values: tuple) -> Supports:
+    """One :class:`Supports` per distinct set of claims (most entries share their defaults'). Validated claims
+    are booleans and strings: no two values that differ compare equal (as 1 and True would)."""
+    return Supports(**dict(values))
+
+
+#: The training settings of every entry that gives none (all but kind model).
+_DEFAULT_TRAINING = Training()

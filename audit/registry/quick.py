@@ -70,18 +70,30 @@ def compile_schema(schema):
 
 
 def _checker(accepted, tests: dict):
+    by_type = {python: _type_tests(kind, accepted, tests[kind]) for python, kind in _KINDS.items()}
+
     def check(value) -> bool:
-        found = kind(value)
-        if accepted is not None and found not in accepted:
-            # draft-07: a float without a fraction (1.0) is an integer too
-            if not (found == "number" and "integer" in accepted and value.is_integer()):
-                return False
-        for test in tests[found]:
+        try:
+            found = by_type[type(value)]  # the one lookup made for every value of the document
+        except KeyError:
+            raise Unsure(type(value).__name__) from None
+        if found is None:
+            return False
+        for test in found:
             if not test(value):
                 return False
         return True
 
     return check
+
+
+def _type_tests(kind: str, accepted, tests: tuple) -> tuple | None:
+    """The tests a value of JSON type ``kind`` must pass, None when ``type`` refuses it."""
+    if accepted is None or kind in accepted:
+        return tests
+    if kind == "number" and "integer" in accepted:
+        return (float.is_integer,) + tests  # draft-07: a float without a fraction (1.0) is an integer too
+    return None
 
 
 def _accepted(spec) -> frozenset | None:
@@ -118,7 +130,14 @@ _NUMBERS, _STRING, _ARRAY, _OBJECT = ("integer", "number"), ("string",), ("array
 
 
 def _enum(spec, schema):
-    return None, lambda value: any(equal(each, value) for each in spec)
+    strings = frozenset(each for each in spec if isinstance(each, str))
+
+    def test(value) -> bool:
+        if type(value) is str:  # equal to a string member only (equal() compares a string with ==)
+            return value in strings
+        return any(equal(each, value) for each in spec)
+
+    return None, test
 
 
 def _const(spec, schema):
@@ -152,15 +171,17 @@ def _unique(spec, schema):
 
 
 def _required(spec, schema):
-    return _OBJECT, lambda value: all(key in value for key in spec)
+    required = frozenset(spec)
+    return _OBJECT, lambda value: value.keys() >= required
 
 
 def _properties(spec, schema):
-    checks = [(key, compile_schema(sub)) for key, sub in spec.items()]
+    checks = {key: compile_schema(sub) for key, sub in spec.items()}
 
-    def test(value) -> bool:
-        for key, check in checks:
-            if key in value and not check(value[key]):
+    def test(value) -> bool:  # over the value's keys: an entry has a few of the schema's many properties
+        for key, item in value.items():
+            check = checks.get(key)
+            if check is not None and not check(item):
                 return False
         return True
 
@@ -172,7 +193,7 @@ def _additional(spec, schema):
         raise Unsupported("patternProperties")
     known = frozenset(schema.get("properties", {}))
     if spec is False:
-        return _OBJECT, lambda value: all(key in known for key in value)
+        return _OBJECT, known.issuperset
     check = compile_schema(spec)
     return _OBJECT, lambda value: all(check(item) for key, item in value.items() if key not in known)
 
@@ -186,7 +207,7 @@ def _items(spec, schema):
     if isinstance(spec, list):
         raise Unsupported("items as a list of schemas")
     check = compile_schema(spec)
-    return _ARRAY, lambda value: all(check(item) for item in value)
+    return _ARRAY, lambda value: all(map(check, value))
 
 
 def _one_of(spec, schema):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -37,7 +38,10 @@ class Refused(yaml.YAMLError):
 
 @dataclass
 class Located:
-    """Plain data from a YAML document, and the (line, column) of each path, 1-based."""
+    """Plain data from a YAML document, and the (line, column) of each path, 1-based: ``marks`` and
+    ``key_marks`` hold each path's node and key node, whose position is read only when asked for (most
+    registries need a few of 20,000). ``aliased``: whether the text may hold an alias, the only way a node is
+    converted twice; without one, the bookkeeping that bounds what aliases expand to has nothing to do."""
 
     data: object
     marks: dict = field(default_factory=dict)
@@ -46,14 +50,15 @@ class Located:
     converted: int = 0
     distinct: set = field(default_factory=set)
     open_nodes: set = field(default_factory=set)
+    aliased: bool = True
 
     def where(self, path: Path, *, key: bool = False) -> tuple[int, int]:
         """The closest known position of ``path`` (the key itself when ``key``)."""
         if key and path in self.key_marks:
-            return self.key_marks[path]
+            return _mark(self.key_marks[path])
         while path not in self.marks and path:
             path = path[:-1]
-        return self.marks.get(path, (1, 1))
+        return _mark(self.marks[path]) if path in self.marks else (1, 1)
 
 
 #: libyaml's parser when PyYAML was built with it (about 4x faster on large registries); same nodes and marks.
@@ -61,20 +66,26 @@ _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Loader(_BASE_LOADER):
-    """The safe loader, resolving each distinct scalar's implicit tag once: the resolver is Python even under
-    libyaml, and a registry repeats most of its scalars (keys, dim names, dtypes)."""
+    """The safe loader, with the resolver's per-node calls made cheap: the composer calls them from C around every
+    node, and they are Python even under libyaml. Without path resolvers (a safe loader has none), a scalar's tag
+    depends on its kind, value and implicitness alone, so each distinct scalar is resolved once (a registry repeats
+    most of its scalars: keys, dim names, dtypes), and descending into a node and back has nothing to do."""
 
     def __init__(self, stream):
         super().__init__(stream)
-        self._tags: dict = {}
+        self.reused: dict = {}  # (tag, text) -> the value, for the scalars of _SCALAR_TAGS
+        if not self.yaml_path_resolvers:
+            self.resolve = functools.lru_cache(maxsize=None)(super().resolve)
+            self.descend_resolver, self.ascend_resolver = _IGNORE_TWO, _IGNORE_NONE
 
-    def resolve(self, kind, value, implicit):
-        """The tag PyYAML's resolver gives, remembered (it depends on nothing else: no path resolvers here)."""
-        key = (kind, value, implicit)
-        tag = self._tags.get(key)
-        if tag is None:
-            tag = self._tags[key] = super().resolve(kind, value, implicit)
-        return tag
+    def dispose(self):
+        """Also drop the tag cache, which refers back to the loader: no cycle left for the collector to find."""
+        super().dispose()
+        self.__dict__.pop("resolve", None)
+
+
+#: C callables that do nothing with their arguments (a Python no-op costs a frame per node).
+_IGNORE_TWO, _IGNORE_NONE = {}.get, type(None)
 
 
 _LOADER = _Loader
@@ -88,7 +99,7 @@ def parse(text: str) -> Located:
         node = loader.get_single_node()
     finally:
         loader.dispose()
-    located = Located(data=None)
+    located = Located(data=None, aliased="*" in text)  # an alias is written *name
     located.data = _convert(node, (), located, loader) if node is not None else None
     return located
 
@@ -98,24 +109,34 @@ def _mark(node) -> tuple[int, int]:
 
 
 def _convert(node, path: Path, located: Located, loader):
-    _admit(node, path, located)
-    mark = node.start_mark
-    located.marks[path] = (mark.line + 1, mark.column + 1)
+    if located.aliased:
+        _admit(node, path, located)
+    elif len(path) > MAX_DEPTH or node.tag not in PLAIN_TAGS:
+        _refuse(node, path, located)
+    located.marks[path] = node
     if node.__class__ is _SCALAR:
         return _scalar(node, loader)
+    if not located.aliased:
+        return _collection(node, path, located, loader)
     located.open_nodes.add(id(node))
     try:
-        if node.__class__ is _MAPPING:
-            return _mapping(node, path, located, loader)
-        return [_convert(item, path + (i,), located, loader) for i, item in enumerate(node.value)]
+        return _collection(node, path, located, loader)
     finally:
         located.open_nodes.discard(id(node))
 
 
+def _collection(node, path: Path, located: Located, loader):
+    if node.__class__ is _MAPPING:
+        return _mapping(node, path, located, loader)
+    return [_convert(item, path + (i,), located, loader) for i, item in enumerate(node.value)]
+
+
 #: The composer's node classes (compared by identity: ``isinstance`` per node shows on 20,000 nodes).
 _SCALAR, _MAPPING = yaml.ScalarNode, yaml.MappingNode
-#: Scalar tags whose constructor is a plain function of the node: called directly, not through
-#: ``construct_object``'s bookkeeping (a third of the conversion); other tags on a scalar go the long way.
+#: Scalar tags whose constructor is a plain function of the node's text, with an immutable result: called
+#: directly, not through ``construct_object``'s bookkeeping (a third of the conversion), and once per distinct
+#: text (the constructors are Python, and a registry repeats its sizes and dim ranges); other tags on a scalar
+#: go the long way.
 _SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("int", "float", "bool", "null", "timestamp"))
 _STR_TAG = "tag:yaml.org,2002:str"
 
@@ -124,6 +145,15 @@ def _scalar(node, loader):
     if node.tag == _STR_TAG:
         # plain (unquoted) only: a quoted "1e-3" stays the string it says it is
         return float(node.value) if not node.style and _EXPONENT_FLOAT.fullmatch(node.value) else node.value
+    if node.tag not in _SCALAR_TAGS:
+        return _constructed(node, loader)
+    key = (node.tag, node.value)  # one value for every repeat of the text: it is immutable and a function of it
+    if key not in loader.reused:
+        loader.reused[key] = _constructed(node, loader)
+    return loader.reused[key]
+
+
+def _constructed(node, loader):
     try:
         if node.tag in _SCALAR_TAGS:
             value = loader.yaml_constructors[node.tag](loader, node)
@@ -166,7 +196,7 @@ def _mapping(node, path: Path, located: Located, loader) -> dict:
         inner = path + (key,)
         if key in result:
             located.duplicates.append((inner, _mark(key_node)))
-        located.key_marks[inner] = _mark(key_node)
+        located.key_marks[inner] = key_node
         result[key] = _convert(value_node, inner, located, loader)
     return result
 
