@@ -19,6 +19,7 @@ import os
 import pickle
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from multiprocessing.connection import wait
@@ -58,6 +59,7 @@ class Ranks:
         self.folder = Path(tempfile.mkdtemp(prefix="audit-ddp-"))
         # Append mode: the ranks write at the end even after this process reads the tail.
         self.logs = [open(self.folder / f"rank{rank}.log", "a+b") for rank in range(WORLD)]
+        self.forked = forked
         self.children = [self._start(rank, log, forked) for rank, log in enumerate(self.logs)]
         self.specs: dict[tuple, str] = {}
         self.joined = False
@@ -152,6 +154,12 @@ _SHARED: dict[str, Ranks] = {}
 def shared_ranks() -> Ranks:
     """This process's pair of ranks, started on first use (or again after one failed), or forked at start-up."""
     ranks = _SHARED.get("ranks")
+    if ranks is not None and ranks.forked and not ranks.joined:
+        try:
+            ranks.join()
+        except Violation:  # the forked pair never joined: the audit's setback, not the entry's; start a pair
+            close_ranks()
+            ranks = None
     if ranks is None or not ranks.alive():
         if ranks is not None:
             ranks.close()
@@ -166,8 +174,9 @@ def prefork_ranks() -> None:
     """Fork this process's pair of ranks now. Called by the worker that holds a run's distributed cells, at its
     start, before it loads any target: a forked rank shares the torch the worker imported instead of importing
     its own (two imports, seconds each), and inherits no target's state. A pair that fails later is replaced
-    by started ones, as in any other process."""
-    if "ranks" not in _SHARED:
+    by started ones, as in any other process, and so is a forked pair that does not join. Linux only: elsewhere
+    (macOS) forking a process that loaded torch's libraries is not safe, and ranks are started on first use."""
+    if "ranks" not in _SHARED and sys.platform.startswith("linux"):
         for module in RANK_IMPORTS:  # imported once, here, rather than by each rank on its first request
             importlib.import_module(module)
         _SHARED["ranks"] = Ranks(forked=True)

@@ -209,6 +209,32 @@ def test_forked_ranks_serve_the_check_are_found_and_end_with_their_pair(tmp_path
     assert [_name(pid) for pid in pids] == [None, None]
 
 
+@pytest.mark.slow
+def test_a_forked_pair_that_does_not_join_gives_way_to_started_ranks(tmp_path, monkeypatch):
+    """Where forking fails (here: forked ranks that stay alive but answer the join with an error), the cell is
+    not the entry's failure: a started pair serves it. (A forked rank that dies is replaced as any dead one.)"""
+    import time
+
+    from audit.checks import distributed
+    from audit.runtime.rank_messages import RankError
+
+    def broken(inbox, outbox, *args):
+        outbox.send(RankError("RuntimeError: this fork is broken"))
+        time.sleep(60)
+
+    distributed.close_ranks()
+    monkeypatch.setattr(distributed, "serve", broken)
+    distributed.prefork_ranks()
+    try:
+        assert distributed._SHARED["ranks"].forked
+        spec = claims(MATRIX, distributed=True)
+        found = observe(entry(tmp_path, target=f"{T}:Cube", **spec), "distributed", examples=2)
+        assert found.verdict == HELD, found.message
+        assert not distributed._SHARED["ranks"].forked and distributed._SHARED["ranks"].joined
+    finally:
+        distributed.close_ranks()
+
+
 def _name(pid: int) -> bytes | None:
     """A live process's name (/proc/PID/comm); None once it is gone."""
     from pathlib import Path
