@@ -253,12 +253,6 @@ import torch._dynamo  # DistributedDataParallel imports it: once here rather tha
 import torch.distributed as dist
 
 WORLD = 2
-#: What a rank's environment adds: gloo on the loopback interface, one thread.
-RANK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
-#: What a rank imports to answer its first request (DistributedDataParallel imports Dynamo: about 2 s): a worker
-#: imports it before forking its ranks, so that they share it (the worker's compile and export cells need it too).
-RANK_IMPORTS = ("torch._dynamo", "torch.nn.parallel", "audit.runtime.subject", "audit.runtime.target",
-                "audit.runtime.isolation", "audit.inputs.case", "audit.toolkit.ddp")
 
 
 class Harness(torch.nn.Module):
