@@ -33,7 +33,7 @@ from audit.contract import COMPLEX_DTYPES
 from audit.runtime.channel import fork, spawn, tail
 from audit.runtime.ddp_rank import serve
 from audit.runtime.rank_messages import Gradients, GradientsRequest, RankError, RankSpec
-from audit.runtime.reaper import end_group
+from audit.runtime.reaper import end_group, keep, release
 from audit.runtime.startup import starting
 from audit.toolkit import ddp
 from audit.toolkit.tensors import mismatch
@@ -61,6 +61,8 @@ class Ranks:
         self.logs = [open(self.folder / f"rank{rank}.log", "a+b") for rank in range(WORLD)]
         self.forked = forked
         self.children = [self._start(rank, log, forked) for rank, log in enumerate(self.logs)]
+        for child in self.children:  # the worker's own, across cells: not a cell's stray
+            keep(child.process.pid)
         self.specs: dict[tuple, str] = {}
         self.joined = False
 
@@ -141,6 +143,7 @@ class Ranks:
                 child.process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
+            release(child.process.pid)
             end_group(child.process)  # and whatever the target started in it
             child.inbox.close()
         for log in self.logs:
