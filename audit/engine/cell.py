@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from audit.engine.explore import explore
+from audit.engine.explore import Damaged, explore
 from audit.engine.script import replay_script
 from audit.inputs.strategies import for_check
 from audit.results.outcome import CellKey, Failure, Outcome, Verdict
+from audit.runtime import health
 from audit.runtime.isolation import isolated
 from audit.runtime.options import RunOptions, cell_seed
 from audit.runtime.subject import Subject
@@ -17,8 +18,15 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
     """The outcome of ``check`` on ``entry`` at ``key``; never raises for the target's faults. Global torch
     state the cell changes (grad mode, default dtype, generators...) is put back afterwards, so that it
     cannot change the verdict of whatever runs next in this process."""
+    health.own()
     with isolated():
-        return _run(entry, target, check, key, options, claimed, on_example)
+        outcome = _run(entry, target, check, key, options, claimed, on_example)
+    strays = health.forked_strays()
+    if not strays or outcome.verdict == Verdict.ERRORED:
+        return outcome
+    health.note("the target forked a copy of the process that returned into the audit")  # after the last example
+    return Outcome(key, Verdict.ERRORED, f"{health.describe_strays(strays)}; this cell's result is not trusted",
+                   outcome.examples, outcome.seconds)
 
 
 def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example) -> Outcome:
@@ -39,6 +47,9 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
     try:
         found = explore(prop, for_check(entry, check), examples=examples, seed_value=seed, shrink=claimed,
                         budget=options.cell_budget(claimed), limit=options.failures)
+    except Damaged as exc:
+        return Outcome(key, Verdict.ERRORED, f"{exc}; the search stopped there: a process in that state is not "
+                                             "trusted with another example (a worker retires after it)")
     except SystemExit as exc:
         return Outcome(key, Verdict.ERRORED, f"the target called sys.exit({exc.code!r})")
     metrics = dict(subject.metrics)

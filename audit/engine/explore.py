@@ -19,6 +19,7 @@ from audit.checks.interface import NotApplicable, Violation
 from audit.errors import first_line as _first_line
 from audit.frames import user_site
 from audit.inputs.case import Case
+from audit.runtime import health
 
 
 def _private_storage() -> None:
@@ -109,6 +110,13 @@ class SearchState:
     skipped: str = ""
     out_of_memory: str = ""
     out_of_time: bool = False
+    damaged: str = ""
+
+
+class Damaged(BaseException):
+    """The target left this process possibly damaged (see :mod:`audit.runtime.health`): the search ends at once,
+    without shrinking or searching further in a process that may no longer behave. A ``BaseException``, so
+    that Hypothesis passes it through rather than replaying the example."""
 
 
 def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = True,
@@ -188,37 +196,79 @@ def _property(prop, state: SearchState):
     def run(case: Case) -> None:
         if state.skipped:
             return
-        _stop_when_spent(state)
+        _stop_when_spent(state, case)
         state.calls += 1
         try:
             prop(case)
+            _no_strays(state, case)
         except NotApplicable as exc:
             state.skipped = str(exc)
         except Violation as exc:
+            reason = health.damage(exc)  # a check's own words for what the target raised: the cause may be damage
+            if reason:
+                _damaged(state, case, exc, reason)
             if _record(state, case, str(exc)):
                 raise
         except MemoryError as exc:
+            health.note(health.damage(exc))
             state.out_of_memory = str(exc) or "MemoryError"
             raise
         except RuntimeError as exc:
             if "can't allocate memory" in str(exc):
+                health.note(health.damage(exc))
                 state.out_of_memory = _first_line(exc)
                 raise MemoryError(state.out_of_memory) from exc
-            message = f"raised {type(exc).__name__}: {_first_line(exc)}{user_site(exc)}"
-            if _record(state, case, message):
-                raise Violation(message) from exc
+            _raised(state, case, exc)
         except Exception as exc:  # the target raised: on a case inside its domain, that is a bug
-            message = f"raised {type(exc).__name__}: {_first_line(exc)}{user_site(exc)}"
-            if _record(state, case, message):
-                raise Violation(message) from exc
+            _raised(state, case, exc)
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit, GeneratorExit: never a pass, never shrunk
+            _damaged(state, case, exc, health.damage(exc))
+        finally:
+            health.stray_fork_guard()  # a forked copy of this process, back from the target: it ends here
     return run
 
 
-def _stop_when_spent(state: SearchState) -> None:
+def _no_strays(state: SearchState, case: Case) -> None:
+    """A forked copy of this process that came back from the target ends the search (see :mod:`audit.runtime.health`)."""
+    strays = health.forked_strays()
+    if strays:
+        health.note("the target forked a copy of the process that returned into the audit")
+        state.damaged = f"{health.describe_strays(strays)}; seen by example {case.describe()}"
+        raise Damaged(state.damaged)
+
+
+def _raised(state: SearchState, case: Case, exc: Exception) -> None:
+    """The target raised ``exc`` on ``case``: a failure of its own, or damage to this process."""
+    reason = health.damage(exc)
+    if reason:
+        _damaged(state, case, exc, reason)
+    message = f"raised {type(exc).__name__}: {_first_line(exc)}{user_site(exc)}"
+    if _record(state, case, message):
+        raise Violation(message) from exc
+
+
+def _damaged(state: SearchState, case: Case, exc: BaseException, reason: str) -> None:
+    """End the search on damage: what was raised, where, on which example."""
+    health.note(reason)
+    if isinstance(exc, SystemExit):
+        said = f"the target called sys.exit({exc.code!r})"
+    elif isinstance(exc, Violation):
+        said = f"{exc} ({reason})"
+    else:
+        said = f"the target raised {type(exc).__name__}" + (f": {_first_line(exc)}" if str(exc) else "")
+    state.damaged = f"{said}{user_site(exc)} on example {case.describe()}"
+    raise Damaged(state.damaged) from exc
+
+
+def _stop_when_spent(state: SearchState, case: Case) -> None:
     """Fail every call at once, without running the property, once memory or the deadline ran out: no
     shrinking through repeated blow-ups, and a search out of time ends on the failure it had."""
     if state.out_of_memory:
         raise MemoryError(state.out_of_memory)
+    if state.damaged:
+        raise Damaged(state.damaged)
+    if health.forked_strays():
+        _no_strays(state, case)
     if state.out_of_time or time.perf_counter() > state.deadline:
         state.out_of_time = True
         raise _OutOfTime()

@@ -2,7 +2,8 @@
 
 The parent sends :class:`Assign` (and closes the pipe to end the worker); the worker answers :class:`Ready` once, then for
 each job :class:`Loaded`, and per cell :class:`CellStarted`, any :class:`ExampleDrawn` and :class:`StartUp`,
-then :class:`CellFinished`; :class:`JobDone` ends the job.
+then :class:`CellFinished`; :class:`JobDone` ends the job. :class:`Retiring`, after a cell or before
+:class:`JobDone`, says the worker serves nothing more.
 """
 
 from __future__ import annotations
@@ -61,6 +62,14 @@ class CellFinished:
     """A cell's outcome (the worker goes on with the next cell, its own time until it starts)."""
 
     outcome: Outcome
+
+
+@dataclass(frozen=True)
+class Retiring:
+    """The worker may be damaged (``reason``, see :mod:`audit.runtime.health`) and serves no further cell: the
+    parent ends it and gives what is left of its job to a fresh one."""
+
+    reason: str
 
 
 @dataclass(frozen=True)

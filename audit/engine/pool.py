@@ -15,7 +15,7 @@ from typing import Protocol
 from audit.engine.job import Finished, Job
 from audit.engine.memory import EXIT_OUT_OF_MEMORY
 from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready,
-                                   StartUp)
+                                   Retiring, StartUp)
 from audit.engine.parts import Wholes, split, take
 from audit.engine.worker import RANKS
 from audit.results.outcome import Outcome, error_outcome
@@ -179,7 +179,10 @@ def _serve(worker: Worker, assignment, ready, options: RunOptions, listener: Lis
     if worker.inbox in ready:
         try:
             while worker.inbox.poll():
-                assignment = _receive(assignment, worker.inbox.recv(), options, listener, environment)
+                message = worker.inbox.recv()
+                if isinstance(message, Retiring):
+                    return _retire(worker, assignment, message.reason, options, listener)
+                assignment = _receive(assignment, message, options, listener, environment)
                 if assignment is None:
                     return worker, None
         except (EOFError, OSError):
@@ -239,6 +242,13 @@ def _record(assignment: Assignment, outcome: Outcome, listener: Listener) -> Non
     listener.outcome(assignment.job, outcome)
 
 
+def _retire(worker: Worker, assignment: Assignment, reason: str, options: RunOptions, listener: Listener):
+    """The worker may be damaged (``reason``; see :mod:`audit.runtime.health`): end it, blaming nothing (its last
+    cell has its outcome), and give what is left of the entry to a fresh worker."""
+    worker.close()
+    return _go_on(Worker(options, ranks=worker.ranks), assignment, options, listener)
+
+
 def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOptions, listener: Listener,
              note: str = ""):
     """The worker died or hung: blame the running cell, start a new worker, go on with the rest."""
@@ -256,7 +266,11 @@ def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOpt
         for key in list(assignment.remaining):
             _record(assignment, error_outcome(key, f"not run: the worker died {MAX_RESTARTS} times on this entry"),
                     listener)
-    fresh = Worker(options, ranks=worker.ranks)
+    return _go_on(Worker(options, ranks=worker.ranks), assignment, options, listener)
+
+
+def _go_on(fresh: Worker, assignment: Assignment, options: RunOptions, listener: Listener):
+    """``fresh`` takes the cells of ``assignment`` still to run; the entry ends when none are."""
     if not assignment.remaining:
         _end(assignment, listener)
         return fresh, None

@@ -9,6 +9,7 @@ check's ranks at start-up.
 from __future__ import annotations
 
 import importlib
+import os
 import platform
 import sys
 import traceback
@@ -17,9 +18,12 @@ from pathlib import Path
 
 from audit.engine import memory
 from audit.engine.job import Job
-from audit.engine.messages import CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready, StartUp
-from audit.results.outcome import error_outcome
-from audit.runtime.channel import connect
+from audit.engine.messages import (CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready, Retiring,
+                                   StartUp)
+from audit.results.outcome import Verdict, error_outcome
+from audit.runtime import health
+from audit.runtime.channel import connect, keep_tails
+from audit.runtime.reaper import become_subreaper
 from audit.runtime.startup import report_to
 
 
@@ -34,6 +38,8 @@ RANKS = "ranks"
 def main(argv: list[str]) -> int:
     """Serve jobs until the parent says stop or closes the pipe."""
     inbox, outbox = connect(argv)
+    keep_tails()  # megabytes printed per call cost the worker nothing: only each write's end reaches the log
+    become_subreaper()  # what a target starts in a session of its own still comes back to end with its cell
     import torch
 
     torch.set_num_threads(1)
@@ -45,13 +51,19 @@ def main(argv: list[str]) -> int:
         prefork_ranks()  # before any target is loaded, and before the memory cap's watchdog thread
     memory.cap(int(argv[2]))
     report_to(lambda what: outbox.send(StartUp(what)))
+    health.own()
+    bounds, served = health.Bounds(health.read(), int(argv[2])), 0
     outbox.send(Ready(environment()))
     while True:
         try:
             message = inbox.recv()
         except EOFError:  # the parent closed the pipe: no more work
             return 0
-        _job(message.job, outbox)
+        served += 1
+        damaged = _job(message.job, outbox, bounds) or health.checkup(bounds, served, message.job.entry.name)
+        if damaged:
+            _retire(damaged, inbox, outbox)
+        outbox.send(JobDone())
 
 
 def environment() -> dict:
@@ -68,10 +80,11 @@ def environment() -> dict:
             "python": platform.python_version(), "platform": platform.platform()}
 
 
-def _job(job: Job, outbox: Connection) -> None:
-    """Audit one entry's cells. Global torch state the entry's import leaves (a module that sets its default
-    dtype) stays for its cells, as its users see it, and is undone after the entry; :func:`run_cell` undoes
-    what each cell changes."""
+def _job(job: Job, outbox: Connection, bounds: health.Bounds) -> str:
+    """Audit one entry's cells; returns why this worker must retire, when a cell may have damaged it ("" when
+    none did: :mod:`audit.runtime.health`). Global torch state the entry's import leaves (a module that sets its
+    default dtype) stays for its cells, as its users see it, and is undone after the entry; :func:`run_cell`
+    undoes what each cell changes."""
     from audit.runtime.isolation import isolated
     from audit.runtime.reaper import end_strays
 
@@ -82,8 +95,24 @@ def _job(job: Job, outbox: Connection) -> None:
             outbox.send(CellStarted(key))
             outcome = _cell(target, checks[key.check], key, job, outbox)
             end_strays()  # what the cell started ends with it
+            damaged = health.taken()
+            if not damaged and outcome.verdict == Verdict.ERRORED and outcome.message.startswith(AUDIT_FAILED):
+                damaged = health.checkup(bounds, 0)  # an error not classified: look now
             outbox.send(CellFinished(outcome))
-    outbox.send(JobDone())
+            if damaged:
+                return damaged
+    return ""
+
+
+def _retire(reason: str, inbox: Connection, outbox: Connection) -> None:
+    """Say why this worker serves nothing more, then wait to be ended: the parent ends it with everything it
+    started (an exit of its own would orphan them)."""
+    outbox.send(Retiring(reason))
+    while True:
+        try:
+            inbox.recv()
+        except (EOFError, OSError):
+            os._exit(0)
 
 
 def _load(job: Job, outbox: Connection):
@@ -110,10 +139,16 @@ def _cell(target, check, key, job: Job, outbox: Connection):
     try:
         return run_cell(job.entry, target, check, key, options, job.claimed[key], on_example)
     except MemoryError as exc:
+        health.note(health.damage(exc))
         return error_outcome(key, f"out of memory: over the worker's cap of {options.max_memory >> 20} MiB "
                                   f"(raise it with --max-memory): {exc}")
     except Exception as exc:
-        return error_outcome(key, f"the audit failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        health.note(health.damage(exc))
+        return error_outcome(key, f"{AUDIT_FAILED}{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+
+
+#: How an error the audit could not classify begins: after one, the worker's health is checked at once.
+AUDIT_FAILED = "the audit failed: "
 
 
 _TABLES: dict = {}

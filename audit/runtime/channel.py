@@ -130,6 +130,26 @@ def connect(argv: list[str]) -> tuple[Connection, Connection]:
     return Connection(int(argv[0]), writable=False), Connection(int(argv[1]), readable=False)
 
 
+class _Tail:
+    """A text stream that passes on only the end of each write (:data:`TAIL_BYTES` characters): a target that
+    prints megabytes per call costs the process next to nothing, and the log still ends with its last lines."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(text[-TAIL_BYTES:] if len(text) > TAIL_BYTES else text)
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def keep_tails() -> None:
+    """In a child: ``sys.stdout`` and ``sys.stderr`` keep only the end of each write (see :class:`_Tail`)."""
+    sys.stdout, sys.stderr = _Tail(sys.stdout), _Tail(sys.stderr)
+
+
 def tail(log, lines: int) -> list[str]:
     """The last ``lines`` non-empty lines of an open binary ``log`` (only its end is read)."""
     log.flush()

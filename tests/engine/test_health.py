@@ -1,0 +1,92 @@
+"""The worker's own health: which exceptions mean damage, the bounds of the checkup between entries, and what a
+cell says when the target raised KeyboardInterrupt or forked a copy of the process that came back."""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+
+import pytest
+
+from audit.results.outcome import ERRORED, HELD
+from audit.runtime import channel, health
+from tests.helpers import entry, observe
+
+D = "tests.fixtures.damage"
+ROWS = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 3]}}
+
+
+def _chained(outer: BaseException, inner: BaseException) -> BaseException:
+    try:
+        try:
+            raise inner
+        except BaseException as exc:
+            raise outer from exc
+    except BaseException as caught:
+        return caught
+
+
+@pytest.mark.parametrize("exc", [MemoryError(), RecursionError("maximum recursion depth exceeded"),
+                                 SystemError("error return without exception set"), KeyboardInterrupt(),
+                                 SystemExit(3), GeneratorExit(), OSError(errno.EAGAIN, "Resource temporarily unavailable"),
+                                 OSError(errno.ENOMEM, "Cannot allocate memory"), RuntimeError("can't start new thread"),
+                                 RuntimeError("[enforce fail] DefaultCPUAllocator: can't allocate memory"),
+                                 ImportError("libfoo.so: failed to map segment from shared object")],
+                         ids=lambda e: type(e).__name__)
+def test_exceptions_that_mean_the_process_may_be_damaged(exc):
+    assert health.damage(exc)
+    assert health.damage(_chained(RuntimeError("wrapped"), exc))  # found through the chain of causes
+
+
+@pytest.mark.parametrize("exc", [ValueError("bad"), RuntimeError("shapes do not match"), ZeroDivisionError(),
+                                 OSError(errno.ENOENT, "No such file or directory"), TypeError("x")],
+                         ids=lambda e: type(e).__name__)
+def test_ordinary_exceptions_are_the_targets_own_failures(exc):
+    assert health.damage(exc) == ""
+
+
+def test_the_bounds_name_what_grew():
+    start = health.Reading(threads=3, descriptors=10, resident=400 << 20, address=2 << 30)
+    bounds = health.Bounds(start, max_memory=8 << 30)
+    assert bounds.exceeded(start) == ""
+    assert "threads grew by 65" in bounds.exceeded(health.Reading(68, 10, 400 << 20, 2 << 30))
+    assert "open descriptors" in bounds.exceeded(health.Reading(3, 300, 400 << 20, 2 << 30))
+    assert "resident memory grew by 3073 MiB" in bounds.exceeded(health.Reading(3, 10, 3473 << 20, 2 << 30))
+    assert bounds.exceeded(health.Reading(3, 10, 400 << 20, 6 << 30)) == ""  # 4 GiB of an 8 GiB cap: half
+    assert "address space" in bounds.exceeded(health.Reading(3, 10, 400 << 20, (6 << 30) + (1 << 20)))
+
+
+def test_the_checkup_passes_a_healthy_process_and_recycles_a_worker_after_its_quota():
+    bounds = health.Bounds(health.read())
+    assert health.checkup(bounds, served=1) == ""
+    assert "served 200 entries" in health.checkup(bounds, served=health.MAX_ENTRIES)
+
+
+def test_a_keyboard_interrupt_the_target_raises_is_an_error_cell_that_says_so(tmp_path):
+    found = observe(entry(tmp_path, target=f"{D}:Interrupter", **ROWS), "forward")
+    assert found.verdict == ERRORED
+    assert found.message.startswith("the target raised KeyboardInterrupt (at "), found.message
+    assert "on example" in found.message
+    assert health.taken() == "the target raised KeyboardInterrupt"  # and the worker would retire after it
+
+
+def test_a_forked_child_that_returns_into_the_audit_is_ended_and_named(tmp_path):
+    me = os.getpid()
+    found = observe(entry(tmp_path, target=f"{D}:ForkReturner", **ROWS), "forward")
+    assert os.getpid() == me  # only the original process gets here
+    assert found.verdict == ERRORED
+    assert "the target forked this process (pid " in found.message, found.message
+    assert "os.fork() without os._exit() in the child" in found.message
+    assert health.taken()
+    twin = observe(entry(tmp_path, target="tests.fixtures.neighbours:Cube", **ROWS), "forward")
+    assert twin.verdict == HELD, twin.message  # no stray is carried over to the next cell
+
+
+def test_only_the_end_of_each_write_reaches_the_log():
+    stream = io.StringIO()
+    tail = channel._Tail(stream)
+    assert tail.write("a" * (channel.TAIL_BYTES * 4) + "last line\n") == channel.TAIL_BYTES * 4 + 10
+    assert len(stream.getvalue()) == channel.TAIL_BYTES and stream.getvalue().endswith("last line\n")
+    print("short", file=tail)
+    assert stream.getvalue().endswith("last line\nshort\n")
