@@ -68,6 +68,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="gradcheck",
+        needs_gradient=True,
         run=_not_loaded,
         contract="the analytic gradient equals central finite differences (torch.autograd.gradcheck, "
                  "slow mode up to 1,024 input elements, fast mode with atol scaled by size beyond), with "
@@ -76,6 +77,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="gradgradcheck",
+        needs_gradient=True,
         not_for_sparse="torch.autograd.gradgradcheck refuses the sparse first-order gradients it would differentiate (\"Sparse output is not supported at gradcheck yet\")",
         run=_not_loaded,
         contract="the backward is itself differentiable and its gradient equals finite differences "
@@ -86,6 +88,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="forward_ad",
+        needs_gradient=True,
         not_for_sparse="forward-mode AD carries no sparse tangents through a custom Function (torch: \"Cannot access storage of SparseTensorImpl\")",
         run=_not_loaded,
         contract="the jvp (forward-mode AD) equals finite differences; claimed through supports.forward_ad",
@@ -94,6 +97,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="undefined_grad",
+        needs_gradient=True,
         run=_not_loaded,
         contract="backward through any one output alone (the others' gradients undefined) works and "
                  "equals backward with explicit zeros for the others",
@@ -160,6 +164,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="saved_tensors",
+        needs_gradient=True,
         not_for_sparse="its in-place write between forward and backward (mul_(2).add_(0.5)) is dense arithmetic a sparse tensor does not support",
         run=_not_loaded,
         contract="after forward, modifying any input or output in place either makes backward raise autograd's "
@@ -202,6 +207,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="checkpoint",
+        needs_gradient=True,
         run=_not_loaded,
         contract="under torch.utils.checkpoint.checkpoint(use_reentrant=False) outputs and gradients equal the "
                  "unchecked run, and forward is pure (the same inputs and RNG state give the same values); "
@@ -265,6 +271,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="partial_grad",
+        needs_gradient=True,
         run=_not_loaded,
         contract="with only one differentiable input requiring grad (each in turn), backward runs and gives it "
                  "the gradient it gets when every input requires grad",
@@ -272,6 +279,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="shared_grad",
+        needs_gradient=True,
         not_for_sparse="it slices samples out of the batch as strided tensors",
         run=_not_loaded,
         contract="for an entry with batch: B (samples along B independent), at batch sizes of 2 and up each "

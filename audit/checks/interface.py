@@ -66,6 +66,9 @@ class Check:
     ``not_for_sparse``: why the property cannot be checked when an input is sparse (``layout: sparse_coo`` or
     ``sparse_csr``); such a cell is a ``skip`` saying so. Empty: the check runs on sparse inputs too.
     ``examples`` caps the examples of a cell (0: ``--examples``), for a check whose every example is costly.
+    ``needs_gradient``: the property is about gradients, so a target with no output that carries one (or no input
+    that requires one) gives it nothing to compare: such a cell is a ``skip`` saying so, never a ``pass``. Whatever
+    the check, a target that returned no tensor at all is a ``skip`` too (:func:`audit.engine.cell.nothing_compared`).
     ``one_worker``: the check starts a costly helper once per worker process (the distributed check's ranks), so
     with several workers its cells all go to one of them, and the others never start it.
     Bump ``version`` whenever the check's verdicts can change.
@@ -91,3 +94,4 @@ class Check:
     version: int = 1
     examples: int = 0
     one_worker: bool = False
+    needs_gradient: bool = False

@@ -37,9 +37,13 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
     subject = Subject(entry, target, key.dtype, key.device, seed, options)
     seed_global_generators(seed)
 
+    seen: list = []
+
     def prop(case):
         if on_example:
             on_example(case)
+        if not seen:
+            seen.append(case)
         check.run(subject, case)
 
     examples = options.examples if claimed else options.unclaimed_examples
@@ -56,11 +60,50 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
     if found.skipped:
         return Outcome(key, Verdict.SKIPPED, found.skipped, found.examples, found.seconds, details=metrics)
     if found.held:
-        return Outcome(key, Verdict.HELD, "", found.examples, found.seconds, details=metrics)
+        vacuous = nothing_compared(subject, check, seen[0]) if seen else "no example was run"
+        verdict = Verdict.SKIPPED if vacuous else Verdict.HELD
+        return Outcome(key, verdict, vacuous, found.examples, found.seconds, details=metrics)
     first = _failure(entry, check, key, options, subject, found)
     others = tuple(_failure(entry, check, key, options, subject, other) for other in found.others)
     return Outcome(key, Verdict.VIOLATED, first.message, found.examples, found.seconds, first.case, first.script,
                    metrics, others)
+
+
+def nothing_compared(subject: Subject, check, case) -> str:
+    """Why a property that held compared nothing ("" when it compared something): the target returned no tensor,
+    or, for a check about gradients, no output carries a gradient. Read from one more call on the first example
+    drawn, whatever way the check itself called the target. A target that raises here, a model and an entry that
+    writes its inputs in place are left to the check's verdict."""
+    import torch
+
+    if subject.entry.kind == "model" or subject.entry.mutates:  # an in-place target's output is its input
+        return ""
+    try:
+        args = subject.args(case)
+        with torch.enable_grad():
+            out = subject.evaluate(*args)
+    except Exception:
+        return ""
+    tensors = [t for t in _leaves(out) if isinstance(t, torch.Tensor)]
+    if not tensors:
+        return (f"nothing to compare: the target returned no tensor ({type(out).__name__}) on "
+                f"{case.describe()}")
+    if not check.needs_gradient or any(t.requires_grad for t in tensors):
+        return ""
+    if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        return "nothing to compare: no input requires a gradient"
+    kinds = ", ".join(sorted({str(t.dtype).removeprefix("torch.") for t in tensors}))
+    return (f"nothing to compare: no output carries a gradient (outputs of dtype {kinds}, none attached to the "
+            "graph: integer, detached or marked non-differentiable)")
+
+
+def _leaves(out):
+    """The values in ``out``, through tuples, lists and dicts."""
+    if isinstance(out, (tuple, list)):
+        return [leaf for item in out for leaf in _leaves(item)]
+    if isinstance(out, dict):
+        return [leaf for item in out.values() for leaf in _leaves(item)]
+    return [out]
 
 
 def _failure(entry, check, key: CellKey, options: RunOptions, subject: Subject, found) -> Failure:
