@@ -246,6 +246,7 @@ def _retire(worker: Worker, assignment: Assignment, reason: str, options: RunOpt
     """The worker may be damaged (``reason``; see :mod:`audit.runtime.health`): end it, blaming nothing (its last
     cell has its outcome), and give what is left of the entry to a fresh worker."""
     worker.close()
+    _count_loss(assignment, listener, "was retired as damaged")
     return _go_on(Worker(options, ranks=worker.ranks), assignment, options, listener)
 
 
@@ -261,12 +262,18 @@ def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOpt
         where = f" on example {assignment.example}" if assignment.example else ""
         message = f"{cause} during {current.check} ({current.dtype}, {current.device}){where}{note}"
         _record(assignment, error_outcome(current, message), listener)
+    _count_loss(assignment, listener, "died or hung")
+    return _go_on(Worker(options, ranks=worker.ranks), assignment, options, listener)
+
+
+def _count_loss(assignment: Assignment, listener: Listener, how: str) -> None:
+    """One more worker lost on this entry; after :data:`MAX_RESTARTS`, its cells still to run are errors rather than
+    a fresh worker each (a target that damages every cell would otherwise cost a worker start-up per cell)."""
     assignment.restarts += 1
     if assignment.restarts >= MAX_RESTARTS:
         for key in list(assignment.remaining):
-            _record(assignment, error_outcome(key, f"not run: the worker died {MAX_RESTARTS} times on this entry"),
-                    listener)
-    return _go_on(Worker(options, ranks=worker.ranks), assignment, options, listener)
+            _record(assignment, error_outcome(key, f"not run: this entry lost its worker {MAX_RESTARTS} times (it died, "
+                                                   f"hung or was retired as damaged; the last time it {how})"), listener)
 
 
 def _go_on(fresh: Worker, assignment: Assignment, options: RunOptions, listener: Listener):

@@ -27,7 +27,7 @@ def test_a_target_that_returns_no_tensor_never_passes(tmp_path, check):
 
 @pytest.mark.parametrize("check", LISTED)
 def test_the_correct_twin_passes(tmp_path, check):
-    found = observe(entry(tmp_path, target="tests.fixtures.neighbours:Cube", **ROWS, **CLAIMS), check, examples=5)
+    found = observe(entry(tmp_path, target="tests.fixtures.broken:Cube", **ROWS, **CLAIMS), check, examples=5)
     assert found.verdict == HELD, found.message
 
 

@@ -79,7 +79,7 @@ def test_a_forked_child_that_returns_into_the_audit_is_ended_and_named(tmp_path)
     assert "the target forked this process (pid " in found.message, found.message
     assert "os.fork() without os._exit() in the child" in found.message
     assert health.taken()
-    twin = observe(entry(tmp_path, target="tests.fixtures.neighbours:Cube", **ROWS), "forward")
+    twin = observe(entry(tmp_path, target="tests.fixtures.broken:Cube", **ROWS), "forward")
     assert twin.verdict == HELD, twin.message  # no stray is carried over to the next cell
 
 

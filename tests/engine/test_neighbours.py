@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.slow,
 D = "tests.fixtures.damage"
 HOSTILE = ["Runaway", "Hoarder", "ThreadHog", "AddressHog", "Interrupter", "ForkReturner"]
 KINDS = {
-    "py": {"target": "tests.fixtures.neighbours:Cube"},
+    "py": {"target": "tests.fixtures.broken:Cube"},
     "scipy": {"target": "tests.fixtures.scipy_expit:Expit"},
     "cpp": {"kind": "op", "target": "audit_planted::square", "load": [str(ROOT / "tests/fixtures/csrc/planted.cpp")]},
 }
@@ -121,3 +121,13 @@ def test_a_target_that_prints_megabytes_per_call_passes_at_normal_speed(write_re
     registry = write_registry([chatty], defaults=DEFAULTS)
     cells = _run(registry, tmp_path / "out", "-j", "1", "--timeout", "40", "--examples", "20")
     assert [status for _, status, _, _ in cells["chatty"]] == ["pass", "pass"], cells
+
+
+def test_an_entry_that_damages_every_cell_costs_at_most_three_fresh_workers(write_registry, tmp_path):
+    """Each damaged cell retires its worker; after three, the entry's remaining cells are errors without a
+    worker start-up each (as after three crashes)."""
+    registry = write_registry([_entry("interrupter", {"target": f"{D}:Interrupter"})], defaults=DEFAULTS)
+    cells = _run(registry, tmp_path / "out", "-j", "1", "--check", "undefined_grad", "--check", "determinism")
+    messages = [message for _, _, message, _ in cells["interrupter"]]
+    assert all(m.startswith("the target raised KeyboardInterrupt (at ") for m in messages[:3]), messages
+    assert messages[3].startswith("not run: this entry lost its worker 3 times"), messages

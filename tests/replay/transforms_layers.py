@@ -63,6 +63,10 @@ ROWS: list[Planted] = [
 
 HOSTILE = ("attacks the audit itself (a crash, a hang, an exit, a memory blow-up, a stray process): its cell is an "
            "error, contained by the worker, not a property that fails on a case: there is nothing to replay")
+DAMAGE = ("damages the worker process for whatever runs next in it (tests/engine/test_neighbours.py): its cell is an "
+          "error and its worker retires; nothing fails on a case, so there is nothing to replay")
+VACUOUS = ("gives a check nothing to compare (no tensor, or nothing differentiable): its cells are skips saying so "
+           "(tests/checks/test_vacuous.py), never a failing cell to replay")
 BUILDING_BLOCK = ("a building block of the models nan_on_some_batches, state_across_calls and healthy, which are "
                   "replayed (rows above): not a target of its own")
 SCAN = "an audit scan fixture (a Function made inside a factory, which has no import path): correct, never a failing cell"
@@ -72,6 +76,11 @@ CORRECT_POLLUTER = ("correct (x ** 3); what it leaves behind for its neighbours 
 #: fixture name ("module:Name") -> why it has no row (a reference, a helper, a correct-only fixture...)
 NOT_REPLAYED: dict[str, str] = {
     **{f"tests.fixtures.hostile:{name}": HOSTILE for name in ("Segfault", "Hang", "Exit", "HardExit", "Hog", "Spawner")},
+    **{f"tests.fixtures.damage:{name}": DAMAGE for name in ("Runaway", "Hoarder", "ThreadHog", "AddressHog",
+                                                            "Interrupter", "ForkReturner", "Daemonizer")},
+    "tests.fixtures.damage:Chatty": "correct (a copy); prints 64 MB a call, at normal speed: no failing cell",
+    "tests.fixtures.scipy_expit:Expit": "correct: a neighbour of the damaging targets (test_neighbours.py), no failing cell",
+    **{f"tests.fixtures.vacuous:{name}": VACUOUS for name in ("ReturnsStr", "ReturnsIndices", "returns_none")},
     **{f"{L}:{name}": BUILDING_BLOCK for name in ("UncheckedLog", "ClampedLog", "RunningCenter", "FixedCenter", "Net")},
     **{f"tests.fixtures.local_function:{name}": SCAN for name in ("make_scale", "Scaled", "build")},
     f"{G}:HalfDefault": CORRECT_POLLUTER,
