@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import re
 from dataclasses import replace
 
@@ -123,7 +125,20 @@ def also_lines(cell: Cell) -> list[str]:
 
 
 def headline(matrix: Matrix) -> str:
-    """One line: verdict and counts."""
-    summary = matrix.summary  # read back from JSON its keys are sorted: count in the contract's order
-    counts = ", ".join(f"{summary[s.value]} {s.value}" for s in Status if summary.get(s.value))
-    return f"autograd-audit: {matrix.verdict.upper()} ({counts or 'no cells'})"
+    """One line: the verdict, then what gates apart from what does not. Claimed cells first (they decide the
+    verdict), then the unclaimed probes (dtype probes, properties not claimed: information, never the gate,
+    but for an ``xpass`` under ``--strict``), each counted in the contract's order of statuses:
+    ``autograd-audit: FAIL: 3 fail, 1 error (claimed); 47 error, 12 unsupported in unclaimed probes (do not gate)``.
+    The same line heads the terminal, Markdown, HTML, JUnit and GitHub reports."""
+    cells = [cell for entry in matrix.entries for cell in entry.cells]
+    parts = [f"{_counts(c for c in cells if c.claimed) or 'no cell'} (claimed)"]
+    probes = _counts(c for c in cells if not c.claimed)
+    if probes:
+        gated = matrix.verdict == "fail" and not any(c.claimed and c.gates(False) for c in cells)
+        parts.append(f"{probes} in unclaimed probes ({'their xpass gates under --strict' if gated else 'do not gate'})")
+    return f"autograd-audit: {matrix.verdict.upper()}: " + "; ".join(parts)
+
+
+def _counts(cells) -> str:
+    found = Counter(cell.status for cell in cells)
+    return ", ".join(f"{found[s]} {s.value}" for s in Status if found[s])

@@ -147,7 +147,30 @@ def test_every_summary_line_counts_in_the_same_order():
 
     reloaded = json.loads(json.dumps(matrix(), sort_keys=True))  # as audit report reads a saved matrix
     assert headline(typed(reloaded)) == headline(typed(matrix())) == \
-        "autograd-audit: FAIL (3 pass, 1 fail, 1 unsupported, 1 waived, 1 xpass, 1 skip, 1 error)"
+        ("autograd-audit: FAIL: 3 pass, 1 fail, 1 waived, 1 skip, 1 error (claimed); "
+         "1 unsupported, 1 xpass in unclaimed probes (do not gate)")
+
+
+def test_the_summary_line_separates_what_gates_from_what_does_not():
+    """An unclaimed probe's error is counted apart from the claimed cells' (it does not gate); under --strict an
+    unclaimed xpass alone fails the run, and the line says so."""
+    import dataclasses
+
+    from audit.contract import Status
+    from audit.reporters.common import headline
+
+    full = typed(matrix())
+    claimed_only = dataclasses.replace(full, entries=[dataclasses.replace(
+        e, cells=[c for c in e.cells if c.claimed]) for e in full.entries])
+    assert headline(claimed_only) == "autograd-audit: FAIL: 3 pass, 1 fail, 1 waived, 1 skip, 1 error (claimed)"
+    probes = [dataclasses.replace(c, status=Status.ERROR) for e in full.entries for c in e.cells if not c.claimed]
+    passing = dataclasses.replace(full, verdict="pass", entries=[dataclasses.replace(full.entries[0], cells=[
+        c for c in full.entries[0].cells if c.claimed and c.status is Status.PASS] + probes)])
+    assert headline(passing) == "autograd-audit: PASS: 1 pass (claimed); 2 error in unclaimed probes (do not gate)"
+    strict = dataclasses.replace(passing, verdict="fail", entries=[dataclasses.replace(passing.entries[0], cells=[
+        c for c in passing.entries[0].cells if c.claimed] + [dataclasses.replace(probes[0], status=Status.XPASS)])])
+    assert headline(strict) == ("autograd-audit: FAIL: 1 pass (claimed); 1 xpass in unclaimed probes "
+                                "(their xpass gates under --strict)")
 
 
 def test_an_unclaimed_error_is_a_warning_not_an_error_annotation():
