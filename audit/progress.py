@@ -57,9 +57,25 @@ class BarProgress:
                                  description=f"auditing {event.entry.name} · {event.cell.check}")
 
 
+class NoProgress:
+    """Nothing at all: ``-q`` shows only the failing cells and the verdict."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def __call__(self, event) -> None:
+        return None
+
+
 def progress(mode: str):
-    """The reporter for ``--progress``: ``auto`` picks the bar on an interactive terminal."""
+    """The reporter for ``--progress``: ``auto`` picks the bar on an interactive terminal; ``quiet`` (``-q``) is
+    silent."""
     from rich.console import Console
 
+    if mode == "quiet":
+        return NoProgress()
     interactive = Console(stderr=True).is_interactive
     return BarProgress() if mode == "on" or (mode == "auto" and interactive) else PlainProgress()

@@ -60,7 +60,7 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
         try:
             table = run_table(loaded)  # declarations: the parent imports no torch while the cache serves every cell
             only = select_checks(table, checks)
-            with make_progress("off" if quiet else progress) as reporter:
+            with make_progress("quiet" if quiet else progress) as reporter:
                 result = audit_entries(loaded, entries, table, options, only=only, devices=set(devices) or None,
                                        on_event=reporter, workers=workers, out=str(out)) if entries else None
         finally:

@@ -61,6 +61,18 @@ def test_planted_bug_exits_1_with_a_message_that_points_at_it(write_registry, tm
     assert "strides [1]" in repro.output or "strides [" in repro.output
 
 
+def test_quiet_run_prints_only_the_failing_cells_and_the_verdict(write_registry, tmp_path):
+    """-q: no progress line, no matrix; each failing cell's line, then the verdict."""
+    registry = write_registry([CUBE, BROKEN], defaults=DEFAULTS)
+    done = subprocess.run([sys.executable, "-m", "audit", "run", "--registry", str(registry), "--out",
+                           str(tmp_path / "out"), "--check", "gradcheck", "-q"], capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr == "", done.stderr  # no "[1/2] cube: 1 pass" line
+    lines = done.stdout.splitlines()
+    assert [ln.split(": ")[1] for ln in lines[:-1]] == ["broken gradcheck FAIL (float64, cpu)"], lines
+    assert lines[-1] == "autograd-audit: FAIL: 1 pass, 1 fail (claimed)"
+
+
 def test_same_seed_gives_the_same_matrix(write_registry, tmp_path):
     model = {"name": "net", "kind": "model", "target": "examples.models:build", "training": {"steps": 2}}
     registry = write_registry([CUBE, BROKEN, model], defaults=DEFAULTS)
