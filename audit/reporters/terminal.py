@@ -1,4 +1,10 @@
-"""The matrix as a rich table for a terminal, followed by the failures; returned as text."""
+"""The failures, then the matrix as rich tables that fit the terminal, then the verdict; returned as text.
+
+The table never truncates a heading: when the columns do not fit the width, they are split into groups that do,
+each a table of its own with the entry column repeated (and where even one column does not fit beside the
+entries' names, each row is listed as a line instead). Rows whose every cell is a ``skip`` for one same reason
+(the CUDA rows on a machine without a GPU) are collapsed into one line: ``cuda: 9 entries skipped: ...``.
+"""
 
 from __future__ import annotations
 
@@ -27,19 +33,20 @@ def render(matrix: Matrix, *, color: bool = False, width: int = 120, by_owner: b
     pass nor a failure (skips, unsupported, waived, xpass) with its reason."""
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False)
-    if verbosity >= 0:
-        for title, narrowed in owner_groups(matrix) if by_owner else [("validation matrix", matrix)]:
-            console.print(_table(narrowed, title))
-        console.print(Text(LEGEND, style="dim"))
-        renamed = [f"{short(n)}={n}" for n in columns(matrix) if short(n) != n]
-        if renamed:
-            console.print(Text("columns: " + " ".join(renamed), style="dim"))
     shown = SHOWN + (NOTED if verbosity > 0 else ())
     for entry, cell in problems(matrix, shown):
         for line in [failure_line(entry, cell, registry_of(matrix))] + [f"  {a}" for a in also_lines(cell)]:
             console.print(Text(printable(line), style=STYLE[cell.status.value]), soft_wrap=True)
+    if verbosity >= 0:
+        for title, narrowed in owner_groups(matrix) if by_owner else [("validation matrix", matrix)]:
+            for shown_part in _parts(narrowed, title, width):
+                console.print(shown_part, soft_wrap=isinstance(shown_part, Text))
+        console.print(Text(LEGEND, style="dim"), soft_wrap=True)
+        renamed = [f"{short(n)}={n}" for n in columns(matrix) if short(n) != n]
+        if renamed:
+            console.print(Text("columns: " + " ".join(renamed), style="dim"), soft_wrap=True)
     verdict_style = "bold green" if matrix.verdict == "pass" else "bold red"
-    console.print(Text(headline(matrix), style=verdict_style))
+    console.print(Text(headline(matrix), style=verdict_style), soft_wrap=True)
     return buffer.getvalue()
 
 
@@ -47,13 +54,69 @@ def render(matrix: Matrix, *, color: bool = False, width: int = 120, by_owner: b
 NOTED = (Status.SKIP, Status.UNSUPPORTED, Status.WAIVED, Status.XPASS)
 
 
-def _table(matrix: Matrix, title: str) -> Table:
+def _parts(matrix: Matrix, title: str, width: int) -> list:
+    """What shows ``matrix`` in ``width`` columns: its tables (one per group of columns that fits), or one line
+    per row where not even one column fits beside the names; then a line per collapsed set of skipped rows."""
     names = columns(matrix)
+    shown, collapsed = _collapse(matrix)
+    label = max([len("entry")] + [len(printable(row_label(e, d))) for e, d in shown])
+    widths = {n: max([len(short(n))] + [len(SYMBOL[_status(e, n, d)]) for e, d in shown if _status(e, n, d)])
+              for n in names}
+    groups = _fit(names, widths, label, width)
+    parts: list = []
+    if shown and groups is None:
+        parts = [Text(f"{printable(row_label(e, d))}: " + ", ".join(
+            f"{short(n)} {SYMBOL[_status(e, n, d)]}" for n in names if _status(e, n, d))) for e, d in shown]
+    elif shown:
+        parts = [_table(shown, group_names, title if len(groups) == 1 else f"{title} ({i}/{len(groups)})")
+                 for i, group_names in enumerate(groups, 1)]
+    return parts + [Text(printable(line), style=STYLE["skip"]) for line in collapsed]
+
+
+def _fit(names: list[str], widths: dict, label: int, width: int) -> list[list[str]] | None:
+    """``names`` in groups whose table fits ``width`` (each column its width plus a border, the entry column
+    repeated in each); None when one column alone does not fit beside the entry column."""
+    room = width - label - 2  # the left border, the entry column, its right border
+    groups: list[list[str]] = [[]]
+    used = 0
+    for name in names:
+        need = widths[name] + 1
+        if need > room:
+            return None
+        if used + need > room:
+            groups.append([])
+            used = 0
+        groups[-1].append(name)
+        used += need
+    return groups
+
+
+def _collapse(matrix: Matrix) -> tuple[list, list[str]]:
+    """The rows to show, and a line for each set of two or more rows whose every cell is a skip for one same
+    reason, on one device (the CUDA rows of a machine without a GPU), in place of those rows."""
+    reasons: dict[tuple, list] = {}
+    for entry, device in rows(matrix):
+        cells = [c for c in entry.cells if device in (None, c.device)]
+        messages = {c.message for c in cells}
+        if cells and all(c.status is Status.SKIP for c in cells) and len(messages) == 1:
+            reasons.setdefault((device, messages.pop()), []).append((entry, device))
+    folded = {(id(e), d) for found in reasons.values() if len(found) > 1 for e, d in found}
+    lines = [f"{device + ': ' if device else ''}{len(found)} entries skipped: {message}"
+             for (device, message), found in reasons.items() if len(found) > 1]
+    return [(e, d) for e, d in rows(matrix) if (id(e), d) not in folded], lines
+
+
+def _status(entry, name: str, device) -> str:
+    status = worst(group(entry, name, device))
+    return status.value if status else ""
+
+
+def _table(shown: list, names: list[str], title: str) -> Table:
     table = Table(title=title, show_lines=False, padding=(0, 0), collapse_padding=True, min_width=len(title) + 4)
     table.add_column("entry", no_wrap=True)
     for name in names:
         table.add_column(short(name), justify="center", no_wrap=True)
-    for entry, device in rows(matrix):
+    for entry, device in shown:
         table.add_row(Text(printable(row_label(entry, device))), *[_cell(group(entry, n, device)) for n in names])
     return table
 

@@ -75,3 +75,25 @@ def hostile() -> dict:
     entry["cells"][1]["message"] = "</script><script>alert('message')</script> & \x00\x1b[31m"
     entry["cells"][1]["case"] = {"note": "</script><b>case</b>"}
     return data
+
+
+#: wide()'s two failing cells, (entry index, check) -> (status, message).
+FAILED = {(3, "gradcheck"): ("fail", "max |analytic - numeric| = 0.5 at d out[0] / d in[1] (analytic 1, numeric 0.5)"),
+          (5, "compile"): ("error", "timed out after 300 s during compile (float64, cpu)")}
+
+
+def wide() -> dict:
+    """Nine entries with a cell in every contract check, each on the CPU and on CUDA, whose every CUDA cell is a
+    skip for one same reason (a machine without a GPU): the first screen of a real registry."""
+    from audit.contract import CHECK_NAMES
+
+    no_gpu = "CUDA is not available here (torch.cuda.is_available() is False)"
+    entries = []
+    for i, name in enumerate(["logsumexp", "softplus", "softplus_mlp", "rms_norm", "fused_gelu", "sparse_mm",
+                              "complex_filter", "scatter_add_with_a_long_name", "classifier"]):
+        cells = [_cell(check, "float64", "cpu", *FAILED.get((i, check), ("pass",))) for check in CHECK_NAMES]
+        cells += [_cell(check, "float64", "cuda", "skip", no_gpu) for check in CHECK_NAMES]
+        entries.append(_entry(name, ["@ml-kernels"], 5 + 10 * i, cells))
+    data = {**copy.deepcopy(MATRIX), "entries": entries, "verdict": "fail"}
+    data["summary"] = {"pass": 9 * len(CHECK_NAMES) - 2, "fail": 1, "error": 1, "skip": 9 * len(CHECK_NAMES)}
+    return data

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from audit.reporters import github, html, junit, markdown, terminal
-from tests.reporters.sample import hostile, matrix, typed
+from tests.reporters.sample import hostile, matrix, typed, wide
 
 GOLDEN = Path(__file__).parent / "golden"
 RENDERERS = {
@@ -20,6 +20,8 @@ RENDERERS = {
     "summary.md": lambda m: github.summary(m),
     "terminal.txt": lambda m: terminal.render(m, width=140),
 }
+#: The first screen of a registry with a cell in every check, at three terminal widths.
+WIDTHS = (80, 120, 160)
 
 
 @pytest.mark.parametrize("name", RENDERERS)
@@ -30,6 +32,27 @@ def test_reporter_matches_its_golden_file(name, request):
         path.write_text(text)
     assert path.exists(), f"no golden file {path}: run pytest --update-golden and review the diff"
     assert text == path.read_text(), f"{name} changed: review, then refresh with pytest --update-golden"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_terminal_matrix_fits_the_width_with_every_heading_whole(width, request):
+    """Columns that do not fit are split into tables that do, the entry column repeated; the CUDA rows that are all
+    skipped for one reason are one line; failures come first and the verdict last."""
+    from audit.reporters.common import columns, short
+
+    text = terminal.render(typed(wide()), width=width)
+    path = GOLDEN / f"terminal.{width}.txt"
+    if request.config.getoption("update_golden"):
+        path.write_text(text)
+    assert text == path.read_text(), f"terminal.{width}.txt changed: review, then refresh with pytest --update-golden"
+    lines = text.splitlines()
+    table = [ln for ln in lines if ln[:1] in "┏┃┡│└"]
+    assert table and all(len(ln) <= width for ln in table)
+    headings = [cell.strip() for ln in lines if ln.startswith("┃") for cell in ln.strip("┃").split("┃")]
+    assert "…" not in text and set(headings) == {"entry"} | {short(n) for n in columns(typed(wide()))}
+    assert "cuda: 9 entries skipped: CUDA is not available here (torch.cuda.is_available() is False)" in lines
+    assert not any("(cuda)" in ln for ln in table)
+    assert lines[0].startswith("registry.yaml:35: rms_norm gradcheck FAIL") and lines[-1].startswith("autograd-audit:")
 
 
 def test_html_escapes_every_string_from_a_registry_or_an_exception():
