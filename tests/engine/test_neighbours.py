@@ -131,3 +131,21 @@ def test_an_entry_that_damages_every_cell_costs_at_most_three_fresh_workers(writ
     messages = [message for _, _, message, _ in cells["interrupter"]]
     assert all(m.startswith("the target raised KeyboardInterrupt (at ") for m in messages[:3]), messages
     assert messages[3].startswith("not run: this entry lost its worker 3 times"), messages
+
+
+def test_the_checkup_between_entries_retires_a_worker_that_grew_past_a_bound(write_registry, tmp_path):
+    """A correct target that leaves 100 threads behind passes its own cells; the checkup after it finds the
+    threads and retires the worker, so the next entry starts in a fresh process (AUDIT_HEALTH_LOG shows it)."""
+    log = tmp_path / "health.jsonl"
+    registry = write_registry([_entry("leaker", {"target": f"{D}:ThreadLeaker"}), _entry("after", KINDS["py"])],
+                              defaults=DEFAULTS)
+    os.environ["AUDIT_HEALTH_LOG"] = str(log)
+    try:
+        cells = _run(registry, tmp_path / "out", "-j", "1")
+    finally:
+        del os.environ["AUDIT_HEALTH_LOG"]
+    assert [s for _, s, _, _ in cells["leaker"]] == ["pass", "pass"] == [s for _, s, _, _ in cells["after"]]
+    checkups = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["after"] for c in checkups] == ["leaker", "after"]
+    assert checkups[0]["retire"].startswith("its threads grew by 10") and checkups[0]["grown_threads"] >= 100
+    assert checkups[1]["retire"] == "" and checkups[1]["grown_threads"] < 5  # the fresh worker has none of them
