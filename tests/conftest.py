@@ -15,6 +15,21 @@ if str(ROOT) not in sys.path:
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 
+def _triton_through_its_interpreter() -> None:
+    """Where triton is installed and no CUDA device is: Triton's interpreter for this process (the in-process
+    Triton tests), set before anything imports triton, as a worker does at start-up (audit/runtime/triton.py)."""
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+_triton_through_its_interpreter()
+
 pytest_plugins = ["pytester"]
 
 

@@ -51,7 +51,8 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
                              max_memory=parse_size(max_memory, "--max-memory"), jobs=jobs, base=str(base),
                              checks_dir=str(checks_dir(loaded)), compile_backend=settled["compile_backend"],
                              cache_dir=str(Path(cache_dir) if cache_dir else base / ".audit-cache") if settled["cache"] else None,
-                             cache_size=parse_size(cache_size, "--cache-size"))
+                             cache_size=parse_size(cache_size, "--cache-size"),
+                             triton_interpret=any(e.triton == "interpret" for e in entries))
         # Workers import torch while this process plans: the two overlap. With the cache on, most runs need no
         # worker at all, so none is started ahead. The first forks the distributed ranks when the run may have
         # distributed cells.

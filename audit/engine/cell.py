@@ -8,7 +8,7 @@ from audit.engine.explore import Damaged, explore
 from audit.engine.script import replay_script
 from audit.inputs.strategies import for_check
 from audit.results.outcome import CellKey, Failure, Outcome, Verdict
-from audit.runtime import health
+from audit.runtime import health, triton
 from audit.runtime.isolation import isolated
 from audit.runtime.options import RunOptions, cell_seed
 from audit.runtime.subject import Subject
@@ -57,6 +57,8 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
     except SystemExit as exc:
         return Outcome(key, Verdict.ERRORED, f"the target called sys.exit({exc.code!r})")
     metrics = dict(subject.metrics)
+    if triton.interpreted(entry):
+        metrics["triton"] = "interpreted on the CPU (TRITON_INTERPRET=1: no CUDA device here)"
     if found.skipped:
         return Outcome(key, Verdict.SKIPPED, found.skipped, found.examples, found.seconds, details=metrics)
     if found.held:

@@ -19,7 +19,7 @@ from audit.checks.interface import NotApplicable, Violation
 from audit.errors import first_line as _first_line
 from audit.frames import user_site
 from audit.inputs.case import Case
-from audit.runtime import health
+from audit.runtime import health, triton
 
 
 def _private_storage() -> None:
@@ -238,10 +238,15 @@ def _no_strays(state: SearchState, case: Case) -> None:
 
 
 def _raised(state: SearchState, case: Case, exc: Exception) -> None:
-    """The target raised ``exc`` on ``case``: a failure of its own, or damage to this process."""
+    """The target raised ``exc`` on ``case``: a failure of its own, damage to this process, or a limitation of
+    Triton's interpreter running its kernels (a skip saying so)."""
     reason = health.damage(exc)
     if reason:
         _damaged(state, case, exc, reason)
+    limit = triton.limitation(exc)
+    if limit:
+        state.skipped = limit
+        return
     message = f"raised {type(exc).__name__}: {_first_line(exc)}{user_site(exc)}"
     if _record(state, case, message):
         raise Violation(message) from exc

@@ -22,6 +22,7 @@ from audit.results.outcome import Outcome, error_outcome
 from audit.runtime.channel import spawn, tail
 from audit.runtime.options import RunOptions
 from audit.runtime.reaper import end_group
+from audit.runtime.triton import WANTED as TRITON_WANTED
 
 LOADING = "loading the target"
 MAX_RESTARTS = 3
@@ -64,6 +65,8 @@ def _worker_env(options: RunOptions) -> dict:
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     env.setdefault("OMP_NUM_THREADS", "1")
+    if options.triton_interpret:
+        env[TRITON_WANTED] = "interpret"
     return env
 
 

@@ -62,6 +62,9 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     ``values`` the further constants the check's property used (see ``Check.script_values``)."""
     lines = [HEADER.format(name=entry.name, check=check.name, dtype=dtype, device=device, seed=seed,
                            message=_comment(message), owners=", ".join(entry.owners), base=base)]
+    if entry.triton == "interpret":  # before anything imports triton, as the audit's worker does
+        lines.append("import os\n\nif not torch.cuda.is_available():  # Triton kernels through Triton's interpreter\n"
+                     "    os.environ.setdefault('TRITON_INTERPRET', '1')")
     lines += [f"import {module}" for module in entry.load]
     lines.append(_target_line("fn", entry.target, entry.kind))
     lines.append(_target_line("ref", entry.reference, "callable") if entry.reference else "ref = None")

@@ -42,6 +42,9 @@ def main(argv: list[str]) -> int:
     become_subreaper()  # what a target starts in a session of its own still comes back to end with its cell
     import torch
 
+    from audit.runtime import triton
+
+    triton.at_start()  # before Dynamo (PRELOAD, the ranks) imports triton
     torch.set_num_threads(1)
     for module in PRELOAD:
         importlib.import_module(module)

@@ -20,6 +20,7 @@ def build_entry(data: dict, line: int) -> Entry:
         line=line,
         load=tuple(data.get("load", ())),
         reference=data.get("reference"),
+        triton=data.get("triton", ""),
         dims=tuple((name, r[0], r[1]) for name, r in data.get("dims", {}).items()),
         batch=data.get("batch"),
         mutates=tuple(data.get("mutates", ())),

@@ -164,6 +164,7 @@ class Entry:
     line: int = 1
     load: tuple[str, ...] = ()
     reference: str | None = None
+    triton: str = ""  #: "interpret": Triton kernels, run through Triton's interpreter where no CUDA device is
     dims: tuple[tuple[str, int, int], ...] = ()
     batch: str | None = None
     mutates: tuple[int, ...] = ()

@@ -27,6 +27,7 @@ class RunOptions:
     cache_dir: str | None = None
     cache_size: int = 512 << 20
     failures: int = 3  #: distinct failures a failing claimed cell looks for (1: only the first)
+    triton_interpret: bool = False  #: an entry has ``triton: interpret`` (see :mod:`audit.runtime.triton`)
 
     @property
     def unclaimed_examples(self) -> int:

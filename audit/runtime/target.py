@@ -12,7 +12,7 @@ from typing import Callable
 
 from audit.errors import AuditError
 from audit.registry.model import Entry
-from audit.runtime import definition, native
+from audit.runtime import definition, native, triton
 
 
 class TargetError(AuditError):
@@ -38,14 +38,14 @@ def resolve(entry: Entry, base: Path) -> Target:
         loaded = native.load(entry.load, base)
     except native.NativeError as exc:
         raise TargetError(str(exc)) from None
+    unbuilt = {**loaded.unbuilt, **triton.prepare(entry)}  # before any import: how @triton.jit builds kernels
     for item in entry.load:
         if not native.is_native(item):
             _load(item)
     obj = _op(entry.target) if entry.kind == "op" else import_object(entry.target)
     fn = _callable(entry, obj)
     reference = import_object(entry.reference) if entry.reference else None
-    return Target(fn=fn, reference=reference, digest=_digest(entry, obj, loaded.files), obj=obj,
-                  unbuilt=loaded.unbuilt)
+    return Target(fn=fn, reference=reference, digest=_digest(entry, obj, loaded.files), obj=obj, unbuilt=unbuilt)
 
 
 def import_object(spec: str):
