@@ -65,6 +65,7 @@ _DECLARATIONS = (
                  "(float64: atol 1e-10, rtol 1e-9; other dtypes: torch.testing's defaults); "
                  "without one, finite inputs give finite outputs",
         dtypes=claimed_dtypes,
+        version=2,
     ),
     Check(
         name="gradcheck",
@@ -73,6 +74,7 @@ _DECLARATIONS = (
                  "slow mode up to 1,024 input elements, fast mode with atol scaled by size beyond), with "
                  "respect to a module's parameters too, and with a reference, equals the reference's "
                  "gradient at float64-tight tolerance",
+        version=2,
     ),
     Check(
         name="gradgradcheck",
@@ -126,6 +128,7 @@ _DECLARATIONS = (
         dtypes=_dtype_with_probes,
         dtype_claimed=lambda entry, dtype: dtype in entry.supports.dtypes,
         claim="supports.dtypes",
+        version=2,
     ),
     Check(
         name="device",

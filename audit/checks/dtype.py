@@ -3,9 +3,10 @@ for a complex dtype)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
-from audit.checks import smoothness
+from audit.checks import reference, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
 from audit.contract import REAL_PART, real_counterpart, widest_of
@@ -25,7 +26,12 @@ def run(subject, case) -> None:
     tight = subject.dtype == widest_of(subject.dtype)
     referenced = tight and subject.target.reference is not None and subject.reference_draws_alike(case)
     baseline_fn = subject.evaluate_reference if referenced else subject.evaluate
-    expected, expected_grads = vjp(baseline_fn, widened, grad_inputs(widened), subject.seed)
+    with reference.blamed() if referenced else contextlib.nullcontext():
+        expected, expected_grads = vjp(baseline_fn, widened, grad_inputs(widened), subject.seed)
+    if referenced:  # where the reference is undefined, the target's gradient is judged by finite differences
+        expected = reference.outputs_defined(subject, case, "dtype (against the reference)", outputs, expected)
+        expected_grads = reference.gradients_defined(subject, case, "dtype (against the reference)",
+                                                     wrap(subject, widened), grad_inputs(widened), grads, expected_grads)
     against = "the reference" if referenced else widest_of(subject.dtype)
     largest = functools.cache(lambda: rounding.largest_value(  # measured once, and only when a comparison needs it
         lambda: vjp(baseline_fn, widened, grad_inputs(widened), subject.seed)))

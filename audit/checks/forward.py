@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import smoothness
+from audit.checks import reference, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
 from audit.contract import widest_of
@@ -21,12 +21,14 @@ def run(subject, case) -> None:
     if subject.target.reference is None or not subject.reference_draws_alike(case):
         _finite(outputs, args)
         return
-    with torch.no_grad():
+    with torch.no_grad(), reference.blamed():
         expected = outputs_of(subject.evaluate_reference(*subject.args(case, widest_of(subject.dtype))))
     tight = subject.dtype == widest_of(subject.dtype)
     widest = lambda: subject.args(case, widest_of(subject.dtype))  # noqa: E731 - built only if measured
+    expected = [e.to(o.dtype) if not tight else e for o, e in zip(outputs, expected)]
+    expected = reference.outputs_defined(subject, case, "forward (against the reference)", outputs, expected)
     try:
-        rounding.compare_rounded("output", outputs, [e.to(o.dtype) if not tight else e for o, e in zip(outputs, expected)],
+        rounding.compare_rounded("output", outputs, expected,
                                  subject.tolerance(tight=tight), lambda: rounding.largest_value(lambda: _call(subject, widest())))
     except Violation:
         if not smoothness.excused_anywhere(subject, "forward (against the reference)", case, wrap(subject, args),
