@@ -3,9 +3,10 @@ gradient (NaN or inf where the target's is finite), or an exception of its own.
 
 A reference is a second implementation, not the truth. An ``eigh``-based matrix square root has a NaN
 gradient at a repeated eigenvalue, where the function (and a correct hand-written backward) is smooth:
-there the comparison is inconclusive, and the target's gradient is judged by finite differences and the
-smoothness probe instead. It fails only where finite differences disagree at a smooth point. Each such
-example is counted in the cell's ``metrics.reference_undefined``.
+there the comparison is inconclusive, and the target's gradient is judged by finite differences (torch's
+gradcheck) and the smoothness probe instead. It fails only where finite differences disagree at a smooth
+point. Each such example is counted in the cell's ``metrics.reference_undefined``. The replay scripts embed
+:func:`undefined_where` and :func:`defined_only`, so that they compare as the checks do.
 """
 
 from __future__ import annotations
@@ -13,17 +14,14 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import torch
+from torch.autograd.gradcheck import GradcheckError
 
 from audit.checks import smoothness
-from audit.contract import real_counterpart
 from audit.errors import first_line
 from audit.frames import user_site
-from audit.toolkit.jacobian import _EPS, gradcheck_tolerance
-from audit.toolkit.tensors import dense, grad_outputs, outputs_of, wide
+from audit.toolkit.jacobian import explain_gradcheck_failure, gradcheck_options
+from audit.toolkit.tensors import dense, wide
 from audit.toolkit.violation import Violation
-
-#: Flagged gradient elements judged by finite differences per example, at most; past it they go unjudged.
-MAX_JUDGED = 16
 
 
 @contextmanager
@@ -48,22 +46,23 @@ def blamed():
 _ADVICE = " (the entry's `reference`, not the target: fix the reference, or narrow `domain`)"
 
 
-def undefined_where(got, expected) -> list[torch.Tensor]:
-    """Per pair, a bool mask of where ``expected`` is NaN or inf and ``got`` is finite (empty masks when the
-    shapes differ: that mismatch is the comparison's to report)."""
-    masks = []
-    for g, e in zip(got, expected):
-        g, e = dense(g).detach().cpu(), dense(e).detach().cpu()
-        masks.append(~torch.isfinite(e) & torch.isfinite(g) if g.shape == e.shape else torch.zeros(0, dtype=torch.bool))
-    return masks
+def undefined_where(got, expected):  # plain torch and a docstring only: replay scripts embed its source
+    """Where ``expected`` (the reference's) is NaN or inf and ``got`` (the target's) is finite, as a bool tensor
+    (a 0-d False where the shapes differ: that mismatch is the comparison's to report)."""
+    got, expected = (t.to_dense() if t.layout != torch.strided else t for t in (got, expected))
+    if got.shape != expected.shape:
+        return torch.zeros((), dtype=torch.bool)
+    return ~torch.isfinite(expected.detach().cpu()) & torch.isfinite(got.detach().cpu())
 
 
-def defined_only(got, expected, masks) -> list[torch.Tensor]:
-    """``expected`` with each masked element replaced by ``got``'s: not compared there."""
+def defined_only(got, expected):  # plain torch: replay scripts embed its source
+    """``expected`` with ``got``'s element wherever the reference is undefined (:func:`undefined_where`): an
+    inconclusive comparison there, so none is made."""
     kept = []
-    for g, e, m in zip(got, expected, masks):
-        if m.numel() and m.any():
-            e = torch.where(m.to(e.device), dense(g).detach().to(e.dtype), dense(e))
+    for g, e in zip(got, expected):
+        mask = undefined_where(g, e)
+        if mask.any():
+            e = torch.where(mask.to(e.device), g.detach().to_dense().to(e.dtype), e.to_dense())
         kept.append(e)
     return kept
 
@@ -71,72 +70,37 @@ def defined_only(got, expected, masks) -> list[torch.Tensor]:
 def outputs_defined(subject, case, check: str, outputs, expected) -> list[torch.Tensor]:
     """``expected`` (the reference's outputs) where it is defined, the target's ``outputs`` elsewhere; where
     the reference's value is undefined, there is nothing to compare the target's with (noted)."""
-    masks = undefined_where(outputs, expected)
-    if any(m.numel() and m.any() for m in masks):
+    masks = [undefined_where(g, e) for g, e in zip(outputs, expected)]
+    if any(m.any() for m in masks):
         note(subject, case, check, "output", outputs, expected, masks, "not compared there")
-    return defined_only(outputs, expected, masks)
+    return defined_only(outputs, expected)
 
 
 def gradients_defined(subject, case, check: str, fn, inputs, grads, expected, *, judged: bool = False):
     """``expected`` (the reference's gradients) where it is defined, the target's ``grads`` elsewhere, after
-    judging the target's gradient there by finite differences (a :class:`Violation` where they disagree at
-    a smooth point). ``judged``: the caller already compared the target with finite differences at this
-    example (gradcheck held), so it is not done again."""
-    masks = undefined_where(grads, expected)
-    if not any(m.numel() and m.any() for m in masks):
+    judging the target's gradient by finite differences (torch's gradcheck, a failure excused only at a
+    point without a derivative): a :class:`Violation` where they disagree at a smooth point. ``judged``: the
+    caller already ran gradcheck on this example, and it held."""
+    masks = [undefined_where(g, e) for g, e in zip(grads, expected)]
+    if not any(m.any() for m in masks):
         return expected
     if not judged:
-        _judge_by_differences(subject, case, check, fn, inputs, grads, masks)
+        _judge_by_differences(subject, case, check, fn, inputs)
     note(subject, case, check, "gradient of input", grads, expected, masks,
-         "the target's gradient judged by finite differences there")
-    return defined_only(grads, expected, masks)
+         "the target's gradient judged by finite differences (gradcheck)")
+    return defined_only(grads, expected)
 
 
-def _judge_by_differences(subject, case, check, fn, inputs, grads, masks) -> None:
-    """The target's vector-Jacobian product at each masked element against central differences of
-    <cotangents, fn(x)>; a disagreement at a point where ``fn`` is smooth along that element fails."""
-    loss = _loss(fn, inputs, subject.seed)
-    eps = _EPS[real_counterpart(subject.dtype)]
-    atol, rtol = gradcheck_tolerance(subject)
-    places = [(i, int(k)) for i, m in enumerate(masks) if m.numel() for k in m.reshape(-1).nonzero().reshape(-1)]
-    for i, k in places[:MAX_JUDGED]:
-        if inputs[i].is_complex() or inputs[i].layout != torch.strided:
-            continue  # judged as real coordinates only
-        numeric = _central(loss, inputs, i, k, eps)
-        analytic = float(wide(grads[i].detach()).reshape(-1)[k])
-        if abs(analytic - numeric) <= atol + rtol * abs(numeric):
-            continue
-        if smoothness.kink_at(loss, [x.detach() for x in inputs], i, k, eps, atol, rtol) is not None:
-            continue
-        raise Violation(f"{check}: the reference's gradient is undefined at input {i} index "
-                        f"{_index(k, inputs[i].shape)}, and there the target's (analytic {analytic:.6g}) disagrees "
-                        f"with finite differences (numeric {numeric:.6g}) at a point where the function is smooth")
-
-
-def _loss(fn, inputs, seed: int):
-    """<fixed random cotangents, fn(xs)> as a function of ``xs``: a one-output function whose gradient is the
-    vector-Jacobian product the checks compare (the same cotangents, on the outputs that carry a gradient)."""
-    with torch.enable_grad():
-        outs = outputs_of(fn(*[x.detach().requires_grad_() for x in inputs]))
-    kept = [j for j, o in enumerate(outs) if o.requires_grad]
-    cotangents = grad_outputs([outs[j].detach() for j in kept], seed)
-
-    def loss(*xs):
-        found = outputs_of(fn(*xs))
-        return sum(((c.conj() * found[j]).real.double().sum() for c, j in zip(cotangents, kept)),
-                   torch.zeros((), dtype=torch.float64))
-
-    return loss
-
-
-def _central(loss, inputs, i: int, k: int, eps: float) -> float:
-    values = []
-    for h in (eps, -eps):
-        xs = [x.detach().clone() for x in inputs]
-        xs[i].view(-1)[k] += h
-        with torch.no_grad():
-            values.append(float(loss(*xs)))
-    return (values[0] - values[1]) / (2 * eps)
+def _judge_by_differences(subject, case, check: str, fn, inputs) -> None:
+    options = gradcheck_options(subject, inputs)
+    try:
+        torch.autograd.gradcheck(fn, inputs, **options)
+    except GradcheckError as exc:
+        if smoothness.excused(subject, check, case, fn, inputs, options["eps"]):
+            return
+        raise Violation(f"{check}: the reference's gradient is undefined here (NaN or inf where the target's is "
+                        f"finite), so the target is judged by finite differences, and they disagree at a smooth "
+                        f"point: {explain_gradcheck_failure(fn, inputs, exc, options)}") from None
 
 
 def note(subject, case, check: str, label: str, got, expected, masks, verdict: str) -> None:
@@ -145,10 +109,10 @@ def note(subject, case, check: str, label: str, got, expected, masks, verdict: s
     seen["examples"] += 1
     if "first" in seen:
         return
-    n = next(j for j, m in enumerate(masks) if m.numel() and m.any())
+    n = next(j for j, m in enumerate(masks) if m.any())
     k = int(masks[n].reshape(-1).nonzero()[0])
     theirs, mine = (wide(dense(t[n]).detach()).reshape(-1)[k] for t in (expected, got))
-    count = sum(int(m.sum()) for m in masks if m.numel())
+    count = sum(int(m.sum()) for m in masks)
     seen["first"] = (f"{check}: the reference's {label} {n} is {_number(theirs)} at index {_index(k, got[n].shape)} "
                      f"where the target's is {_number(mine)}, on {case.describe()}: the reference is undefined "
                      f"there, an inconclusive comparison, {verdict} ({count} elements)")

@@ -30,10 +30,10 @@ class Planted(NamedTuple):
 
 def rows() -> list[Planted]:
     """Every table's rows."""
-    from tests.replay import complex, core, precision, safety, sparse, stochastic, transforms_layers
+    from tests.replay import complex, core, degenerate, precision, safety, sparse, stochastic, transforms_layers
 
     found = [*core.ROWS, *safety.ROWS, *transforms_layers.ROWS, *precision.ROWS, *complex.ROWS, *sparse.ROWS,
-             *stochastic.ROWS]
+             *stochastic.ROWS, *degenerate.ROWS]
     ids = [row.id for row in found]
     assert len(set(ids)) == len(ids), f"two rows share an id: {sorted(i for i in ids if ids.count(i) > 1)}"
     return found
@@ -41,7 +41,8 @@ def rows() -> list[Planted]:
 
 def not_replayed() -> dict[str, str]:
     """Fixtures that are neither a planted bug with a row nor a twin: name -> the written reason."""
-    from tests.replay import complex, core, precision, safety, sparse, stochastic, transforms_layers
+    from tests.replay import complex, core, degenerate, precision, safety, sparse, stochastic, transforms_layers
 
     return {**core.NOT_REPLAYED, **safety.NOT_REPLAYED, **transforms_layers.NOT_REPLAYED, **precision.NOT_REPLAYED,
-            **complex.NOT_REPLAYED, **sparse.NOT_REPLAYED, **stochastic.NOT_REPLAYED}
+            **complex.NOT_REPLAYED, **sparse.NOT_REPLAYED, **stochastic.NOT_REPLAYED,
+            **degenerate.NOT_REPLAYED}
