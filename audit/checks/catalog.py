@@ -73,8 +73,10 @@ _DECLARATIONS = (
         contract="the analytic gradient equals central finite differences (torch.autograd.gradcheck, "
                  "slow mode up to 1,024 input elements, fast mode with atol scaled by size beyond), with "
                  "respect to a module's parameters too, and with a reference, equals the reference's "
-                 "gradient at float64-tight tolerance",
+                 "gradient at float64-tight tolerance; special points (zeros, bounds, identity, rotations, repeated "
+                 "singular values, equal arguments...) are tried before random draws",
         version=2,
+        special=True,
     ),
     Check(
         name="gradgradcheck",

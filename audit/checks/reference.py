@@ -19,8 +19,8 @@ from torch.autograd.gradcheck import GradcheckError
 from audit.checks import smoothness
 from audit.errors import first_line
 from audit.frames import user_site
-from audit.toolkit.jacobian import explain_gradcheck_failure, gradcheck_options
-from audit.toolkit.tensors import dense, wide
+from audit.toolkit.jacobian import explain_gradcheck_failure, gradcheck_options, wrap
+from audit.toolkit.tensors import dense, grad_inputs, wide
 from audit.toolkit.violation import Violation
 
 
@@ -85,22 +85,44 @@ def gradients_defined(subject, case, check: str, fn, inputs, grads, expected, *,
     if not any(m.any() for m in masks):
         return expected
     if not judged:
-        _judge_by_differences(subject, case, check, fn, inputs)
+        judge_by_differences(subject, case, check, fn, inputs)
     note(subject, case, check, "gradient of input", grads, expected, masks,
          "the target's gradient judged by finite differences (gradcheck)")
     return defined_only(grads, expected)
 
 
-def _judge_by_differences(subject, case, check: str, fn, inputs) -> None:
+def judge_by_differences(subject, case, check: str, fn, inputs) -> None:
+    """Torch's gradcheck on ``fn`` at ``inputs``, a failure excused only where ``fn`` has no derivative: a
+    :class:`Violation` naming the reference as undefined or unreliable here."""
     options = gradcheck_options(subject, inputs)
     try:
         torch.autograd.gradcheck(fn, inputs, **options)
     except GradcheckError as exc:
         if smoothness.excused(subject, check, case, fn, inputs, options["eps"]):
             return
-        raise Violation(f"{check}: the reference's gradient is undefined here (NaN or inf where the target's is "
-                        f"finite), so the target is judged by finite differences, and they disagree at a smooth "
+        raise Violation(f"{check}: the reference's gradient is undefined or unreliable here (NaN or inf where the "
+                        f"target's is finite, or itself off finite differences), so the target is judged by finite "
+                        f"differences, and they disagree at a smooth "
                         f"point: {explain_gradcheck_failure(fn, inputs, exc, options)}") from None
+
+
+def unreliable(subject, case, check: str, args) -> bool:
+    """Whether the reference's own gradient disagrees with finite differences on ``args`` (noted when it does):
+    near a repeated eigenvalue an ``eigh``-based reference's gradient is finite but wrong (1e-16 / 1e-16), and
+    a comparison with it says nothing. Asked only once the target's gradient differs from the reference's
+    after passing finite differences itself."""
+    inputs = grad_inputs(args)
+    fn = wrap(subject, args, lambda full: subject.evaluate_reference(*full))
+    options = gradcheck_options(subject, inputs)
+    with blamed():
+        held = torch.autograd.gradcheck(fn, inputs, raise_exception=False, **options)
+    if not held:
+        seen = subject.metrics.setdefault("reference_undefined", {"examples": 0})
+        seen["examples"] += 1
+        seen.setdefault("first", f"{check}: the reference's own gradient disagrees with finite differences on "
+                                 f"{case.describe()} (ill-conditioned there): an inconclusive comparison, the "
+                                 "target's gradient judged by finite differences (gradcheck held)")
+    return not held
 
 
 def note(subject, case, check: str, label: str, got, expected, masks, verdict: str) -> None:

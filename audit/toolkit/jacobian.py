@@ -18,16 +18,18 @@ _EPS = {"float64": 1e-6, "float32": 1e-3, "bfloat16": 1e-2, "float16": 1e-2}
 _TOL = {"float64": (1e-5, 1e-3), "float32": (1e-2, 1e-2), "bfloat16": (1e-1, 1e-1), "float16": (5e-2, 5e-2)}
 
 
-def wrap(subject, args):
-    """The target as a function of its grad-requiring tensors only, returning floating outputs (dense)."""
+def wrap(subject, args, call=None):
+    """The target (or ``call``, given the full argument list) as a function of its grad-requiring tensors only,
+    returning floating outputs (dense)."""
     positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+    call = call or subject.call
 
     def fn(*inputs):
         full = list(args)
         for i, x in zip(positions, inputs):
             full[i] = x
         # a sparse output made dense (masked: its gradient stays on its pattern), as torch's gradcheck asks
-        outputs = [dense(o) for o in outputs_of(subject.call(full)) if floating(o)]
+        outputs = [dense(o) for o in outputs_of(call(full)) if floating(o)]
         return tuple(outputs) if len(outputs) != 1 else outputs[0]
 
     return fn
