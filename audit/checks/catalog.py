@@ -86,7 +86,7 @@ _DECLARATIONS = (
                  "(torch.autograd.gradgradcheck); claimed through supports.double_backward",
         claimed=lambda entry: entry.supports.double_backward,
         claim="supports.double_backward",
-        version=2,
+        version=3,
     ),
     Check(
         name="forward_ad",
@@ -95,6 +95,7 @@ _DECLARATIONS = (
         contract="the jvp (forward-mode AD) equals finite differences; claimed through supports.forward_ad",
         claimed=lambda entry: entry.supports.forward_ad,
         claim="supports.forward_ad",
+        version=2,
     ),
     Check(
         name="undefined_grad",

@@ -19,10 +19,10 @@ from audit.inputs.case import Case, TensorArg, ValueArg
 from audit.inputs.strategies import KINK_MARGIN, away_from_kinks
 from audit.registry.model import FLOAT_DTYPES, Entry, TensorSpec
 
-#: A symbolic dim is tried at this size (within its range): 3x3 matrices have room for a repeated singular
-#: value beside a distinct one, and a rotation in a plane beside a fixed axis. The batch dim is tried at 2.
+#: The side of a square matrix is tried at this size (within its range): 3x3 matrices have room for a repeated
+#: singular value beside a distinct one, and a rotation in a plane beside a fixed axis. Other dims at SMALL.
 SIZE = 3
-BATCH_SIZE = 2
+SMALL = 2
 #: The angle of the plane rotation tried, in radians: no multiple of pi/2, so no entry is 0 or ±1.
 ANGLE = 0.6
 
@@ -52,8 +52,15 @@ def special_cases(entry: Entry) -> tuple[Case, ...]:
 
 
 def _size(entry: Entry, name: str) -> int:
+    """:data:`SIZE` for the side of a square matrix, else :data:`SMALL` (the cost of gradcheck grows with the
+    number of elements), within the dim's range."""
     low, high = entry.dim_range(name)
-    return min(max(low, BATCH_SIZE if name == entry.batch else SIZE), high)
+    return min(max(low, SIZE if name in _square_sides(entry) else SMALL), high)
+
+
+def _square_sides(entry: Entry) -> set:
+    return {spec.shape[-1] for _, spec in entry.tensor_inputs
+            if len(spec.shape) >= 2 and isinstance(spec.shape[-1], str) and spec.shape[-1] == spec.shape[-2]}
 
 
 def _kind(kind: str, entry: Entry, shapes, base):

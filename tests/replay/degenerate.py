@@ -9,12 +9,20 @@ D, S = "tests.fixtures.degenerate", "tests.fixtures.smoothness"
 THREE = {"inputs": [{"shape": [3]}, {"shape": [3]}, {"shape": [3]}]}
 SIN = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 3]}, "reference": f"{D}:sin_undefined_at_zero"}
 
+SQUARE = {"inputs": [{"shape": ["N", "N"]}], "dims": {"N": [2, 3]}}
+PAIR = {"inputs": [{"shape": ["M", "N"]}, {"shape": ["M", "N"]}], "dims": {"M": [2, 4], "N": [1, 3]}}
+
 ROWS = [
+    # found at special points (audit/inputs/special.py): a rotation, equal arguments
+    Planted(f"{D}:PolarDropsTies", "gradcheck", SQUARE, f"{D}:Polar", "Jacobian mismatch"),
+    Planted(f"{D}:CovarianceDistanceThroughNorm", "gradcheck", PAIR, f"{D}:CovarianceDistance", "analytic NaN"),
     Planted(f"{D}:NanGradient", "gradcheck", THREE, f"{D}:ProductPlusSines", "analytic NaN at d out"),
     Planted(f"{S}:MaskedSin", "dtype", SIN, f"{S}:Sin", "reference's gradient is undefined or unreliable here"),
 ]
 
 NOT_REPLAYED: dict[str, str] = {
+    f"{S}:RatioWithKink": "correct, with no derivative at 0 off the disagreeing coordinate: test_smoothness.py",
+    f"{S}:RatioOnDiagonal": "correct, with no derivative at 0 along the diagonal only: test_smoothness.py",
     f"{D}:SqrtmShifted": "correct where its eigh reference is NaN, and it fails nowhere: test_reference_undefined.py",
     f"{D}:sqrtm_shifted_reference": "a reference (NaN gradient at repeated eigenvalues), not a target",
     f"{D}:sin_undefined_at_zero": "a reference (NaN gradient at 0), not a target",
