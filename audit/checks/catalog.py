@@ -151,6 +151,7 @@ _DECLARATIONS = (
         claimed=lambda entry: entry.supports.noncontiguous,
         claim="supports.noncontiguous",
         layouts=True,
+        version=2,
     ),
     Check(
         name="alias",
@@ -182,6 +183,7 @@ _DECLARATIONS = (
         claimed=lambda entry: entry.supports.vmap,
         claim="supports.vmap",
         batched=True,
+        version=2,
     ),
     Check(
         name="compile",
@@ -194,6 +196,7 @@ _DECLARATIONS = (
         claimed=lambda entry: entry.supports.compile,
         claim="supports.compile",
         kinds=OPERATOR_KINDS + ("model",),
+        version=2,
     ),
     Check(
         name="autocast",
@@ -214,6 +217,7 @@ _DECLARATIONS = (
                  "claimed through supports.checkpoint (default true)",
         claimed=lambda entry: entry.supports.checkpoint,
         claim="supports.checkpoint",
+        version=2,
     ),
     Check(
         name="opcheck",

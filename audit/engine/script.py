@@ -101,6 +101,10 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
         lines.append(_largest_helper())
     if "defined_only(" in body:
         lines.append(_reference_helper())
+    if "spread(" in body:
+        from audit.toolkit import noise
+
+        lines.append(noise.script_helper())
     lines.append(body)
     return "\n".join(lines) + "\n"
 

@@ -12,7 +12,14 @@ SIN = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 3]}, "reference": f"{D}:s
 SQUARE = {"inputs": [{"shape": ["N", "N"]}], "dims": {"N": [2, 3]}}
 PAIR = {"inputs": [{"shape": ["M", "N"]}, {"shape": ["M", "N"]}], "dims": {"M": [2, 4], "N": [1, 3]}}
 
+W = "tests.fixtures.two_ways"
+NEAR_1E9 = {"inputs": [{"shape": ["N"], "domain": [1e9, 1e9 + 1]}], "dims": {"N": [2, 6]}, "supports": {"vmap": True}}
+ROWS_1E9 = {"inputs": [{"shape": ["M", "N"], "domain": [1e9, 1e9 + 1]}], "dims": {"M": [2, 4], "N": [2, 6]}}
+
 ROWS = [
+    # two computations of the same value (tests/fixtures/two_ways.py): a real bug beyond their measured noise
+    Planted(f"{W}:CenteredBatchedWrongDim", "vmap", NEAR_1E9, f"{W}:CenteredBatched", "vmap output"),
+    Planted(f"{W}:CenteredReadsAsContiguous", "noncontiguous", ROWS_1E9, f"{W}:Centered", "non-contiguous inputs"),
     # found at special points (audit/inputs/special.py): a rotation, equal arguments
     Planted(f"{D}:PolarDropsTies", "gradcheck", SQUARE, f"{D}:Polar", "Jacobian mismatch"),
     Planted(f"{D}:CovarianceDistanceThroughNorm", "gradcheck", PAIR, f"{D}:CovarianceDistance", "analytic NaN"),
