@@ -132,7 +132,8 @@ def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = Tr
 
 def _special(prop, strategy, seed_value: int, special: tuple, drawn: Exploration) -> Exploration:
     """The ``special`` cases, once the ``drawn`` ones held: Hypothesis's explicit examples, never shrunk."""
-    found = _search(prop, strategy, 1, seed_value, False, special=special)
+    state = SearchState(frozenset(), math.inf)
+    found = _ran(_given(_property(prop, state), strategy, 1, seed_value, False, special), state)
     return replace(found, examples=drawn.examples + found.examples, skipped=drawn.skipped or found.skipped)
 
 
@@ -153,11 +154,14 @@ def _others(prop, strategy, examples: int, seed_value: int, kind: str, deadline:
 
 
 def _search(prop, strategy, examples: int, seed_value: int, shrink: bool, known=frozenset(),
-            deadline: float = math.inf, special: tuple = ()) -> Exploration:
-    """One Hypothesis search in which failures of the ``known`` kinds count as passes; with ``special``
-    cases, a run of those alone."""
+            deadline: float = math.inf) -> Exploration:
+    """One Hypothesis search in which failures of the ``known`` kinds count as passes."""
     state = SearchState(known, deadline)
-    test = _given(_property(prop, state), strategy, examples, seed_value, shrink, special)
+    return _ran(_given(_property(prop, state), strategy, examples, seed_value, shrink), state)
+
+
+def _ran(test, state: SearchState) -> Exploration:
+    """What running ``test`` (a search, or the special cases) found."""
     try:
         test()
     except (Violation, Flaky, MemoryError, _OutOfTime) as exc:
