@@ -1,6 +1,6 @@
 """What special points cost: gradcheck's structured cases (audit/inputs/special.py) on the benchmark registry.
 
-``python -m bench.special`` (from the repository root) prints section 7 of ``bench/results.md``; ``bench.run``
+``python -m bench.special`` (from the repository root) prints section 8 of ``bench/results.md``; ``bench.run``
 includes it. Every cell runs in this process, claimed, with the default examples and seed, and is timed in CPU
 seconds (``time.process_time``), which a busy machine disturbs less than wall-clock time: gradcheck's cells with
 and without special points in alternated rounds (medians), and every check's cells once, for the share.
@@ -53,15 +53,18 @@ def measure() -> dict:
             runs[on].append(seconds)
     every, _ = _cells_seconds(registry, targets, checks, options)
     on, off = statistics.median(runs[True]), statistics.median(runs[False])
-    return {"on": on, "off": off, "examples_on": examples[True], "examples_off": examples[False], "every": every}
+    return {"on": on, "off": off, "examples_on": examples[True], "examples_off": examples[False], "every": every,
+            "rounds": runs}
 
 
 def render(m: dict) -> list[str]:
     """Section 7 of the results, as lines."""
     extra = m["on"] - m["off"]
     return [
-        "## 7. Special points (gradcheck's structured cases, CPU seconds in this process)", "",
-        f"`python -m bench.special`: {ROUNDS} alternated rounds, medians.", "",
+        "## 8. Special points (gradcheck's structured cases, CPU seconds in this process)", "",
+        f"`python -m bench.special`: {ROUNDS} alternated rounds, medians (gradcheck's rounds with: "
+        f"{', '.join(f'{x:.2f}' for x in m['rounds'][True])}; without: {', '.join(f'{x:.2f}' for x in m['rounds'][False])}).",
+        "",
         "| | seconds |", "|---|---|",
         f"| gradcheck's cells, with special points ({m['examples_on']} examples) | {m['on']:.2f} |",
         f"| gradcheck's cells, without ({m['examples_off']} examples) | {m['off']:.2f} |",
