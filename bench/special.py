@@ -1,9 +1,9 @@
-"""What special points cost: gradcheck's structured cases (audit/inputs/special.py) on the benchmark registry.
+"""What special points cost: the gradient checks' structured cases (audit/inputs/special.py) on the benchmark registry.
 
 ``python -m bench.special`` (from the repository root) prints section 8 of ``bench/results.md``; ``bench.run``
 includes it. Every cell runs in this process, claimed, with the default examples and seed, and is timed in CPU
-seconds (``time.process_time``), which a busy machine disturbs less than wall-clock time: gradcheck's cells with
-and without special points in alternated rounds (medians), and every check's cells once, for the share.
+seconds (``time.process_time``), which a busy machine disturbs less than wall-clock time: the cells of the checks
+that try special points (gradcheck, gradgradcheck, forward_ad), with and without them, in alternated rounds (medians), and every check's cells once, for the share.
 """
 
 from __future__ import annotations
@@ -46,28 +46,30 @@ def measure() -> dict:
     checks = builtin()
     runs = {True: [], False: []}
     examples = {}
+    searching = [name for name, check in checks.items() if check.special]
     for _ in range(ROUNDS):
         for on in (True, False):
-            seconds, examples[on] = _cells_seconds(registry, targets, {"gradcheck": replace(checks["gradcheck"],
-                                                                                             special=on)}, options)
+            chosen = {name: replace(checks[name], special=on) for name in searching}
+            seconds, examples[on] = _cells_seconds(registry, targets, chosen, options)
             runs[on].append(seconds)
     every, _ = _cells_seconds(registry, targets, checks, options)
     on, off = statistics.median(runs[True]), statistics.median(runs[False])
     return {"on": on, "off": off, "examples_on": examples[True], "examples_off": examples[False], "every": every,
-            "rounds": runs}
+            "rounds": runs, "checks": searching}
 
 
 def render(m: dict) -> list[str]:
     """Section 7 of the results, as lines."""
     extra = m["on"] - m["off"]
     return [
-        "## 8. Special points (gradcheck's structured cases, CPU seconds in this process)", "",
-        f"`python -m bench.special`: {ROUNDS} alternated rounds, medians (gradcheck's rounds with: "
+        "## 8. Special points (the gradient checks' structured cases, CPU seconds in this process)", "",
+        f"`python -m bench.special`: {ROUNDS} alternated rounds, medians (the cells of {', '.join(m['checks'])}; "
+        "rounds with: "
         f"{', '.join(f'{x:.2f}' for x in m['rounds'][True])}; without: {', '.join(f'{x:.2f}' for x in m['rounds'][False])}).",
         "",
         "| | seconds |", "|---|---|",
-        f"| gradcheck's cells, with special points ({m['examples_on']} examples) | {m['on']:.2f} |",
-        f"| gradcheck's cells, without ({m['examples_off']} examples) | {m['off']:.2f} |",
+        f"| their cells, with special points ({m['examples_on']} examples) | {m['on']:.2f} |",
+        f"| their cells, without ({m['examples_off']} examples) | {m['off']:.2f} |",
         f"| every check's cells (a default run, special points included) | {m['every']:.1f} |",
         f"| **special points' share of a default run** (target ≤ 10%) | **{100 * extra / m['every']:.1f}%** |", "",
     ]

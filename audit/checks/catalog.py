@@ -87,6 +87,7 @@ _DECLARATIONS = (
         claimed=lambda entry: entry.supports.double_backward,
         claim="supports.double_backward",
         version=3,
+        special=True,
     ),
     Check(
         name="forward_ad",
@@ -96,6 +97,7 @@ _DECLARATIONS = (
         claimed=lambda entry: entry.supports.forward_ad,
         claim="supports.forward_ad",
         version=2,
+        special=True,
     ),
     Check(
         name="undefined_grad",

@@ -65,9 +65,9 @@ class Check:
     ``kinds`` are the entry kinds it has cells for (models have their own training checks).
     ``not_for_sparse``: why the property cannot be checked when an input is sparse (``layout: sparse_coo`` or
     ``sparse_csr``); such a cell is a ``skip`` saying so. Empty: the check runs on sparse inputs too.
-    ``special``: the cell first tries the structured cases of :mod:`audit.inputs.special` (zeros, all-equal
-    values, domain bounds, identity, rotation, orthogonal matrices, repeated singular values and eigenvalues,
-    equal arguments), where gradient bugs hide and random draws never land.
+    ``special``: once the drawn cases hold, the cell also tries the structured cases of :mod:`audit.inputs.special`
+    (zeros, all-equal values, domain bounds, identity, rotation, orthogonal matrices, repeated singular values and
+    eigenvalues, equal arguments), where gradient bugs hide and random draws never land.
     ``examples`` caps the examples of a cell (0: ``--examples``), for a check whose every example is costly.
     ``one_worker``: the check starts a costly helper once per worker process (the distributed check's ranks), so
     with several workers its cells all go to one of them, and the others never start it.

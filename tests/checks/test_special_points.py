@@ -78,3 +78,14 @@ def test_special_cases_keep_away_from_declared_kinks(tmp_path, kinks, absent):
                  dims={"N": [1, 3]})
     assert special_cases(spec)
     assert all(absent not in c.args[0].values for c in special_cases(spec))
+
+
+@pytest.mark.parametrize("check, target, supports", [
+    ("gradgradcheck", "tests.fixtures.broken:Cube", {"double_backward": True}),
+    ("forward_ad", "tests.fixtures.broken:CubeJvp", {"forward_ad": True}),
+])
+def test_the_second_order_and_forward_mode_checks_try_the_special_points_too(tmp_path, check, target, supports):
+    spec = entry(tmp_path, target=target, inputs=[{"shape": ["N"]}], dims={"N": [1, 4]}, supports=supports)
+    found = observe(spec, check)
+    assert found.verdict == HELD, found.message
+    assert len(special_cases(spec)) == 4 and found.examples == 20 + 4  # zeros, all equal, -1, 1: after the draws
