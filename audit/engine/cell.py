@@ -43,6 +43,8 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
     except SystemExit as exc:
         return Outcome(key, Verdict.ERRORED, f"the target called sys.exit({exc.code!r})")
     metrics = dict(subject.metrics)
+    if found.special:  # structured cases tried after the drawn ones (``examples`` counts the drawn)
+        metrics["special_points"] = found.special
     if found.skipped:
         return Outcome(key, Verdict.SKIPPED, found.skipped, found.examples, found.seconds, details=metrics)
     if found.held:

@@ -72,7 +72,8 @@ class Counterexample:
 
 @dataclass(frozen=True)
 class Exploration:
-    """How the property fared: held on ``examples`` cases, or failed on the shrunk ``case``; ``others``
+    """How the property fared: held on ``examples`` drawn cases (and ``special`` structured ones), or failed on the
+    shrunk ``case``; ``others``
     are failures of other kinds, each found and shrunk by a search of its own."""
 
     held: bool
@@ -82,6 +83,7 @@ class Exploration:
     message: str = ""
     skipped: str = ""
     others: tuple[Counterexample, ...] = ()
+    special: int = 0
 
 
 #: Distinct failures one cell reports at most. Each past the first costs a search of its own (every
@@ -134,7 +136,8 @@ def _special(prop, strategy, seed_value: int, special: tuple, drawn: Exploration
     """The ``special`` cases, once the ``drawn`` ones held: Hypothesis's explicit examples, never shrunk."""
     state = SearchState(frozenset(), math.inf)
     found = _ran(_given(_property(prop, state), strategy, 1, seed_value, False, special), state)
-    return replace(found, examples=drawn.examples + found.examples, skipped=drawn.skipped or found.skipped)
+    # ``examples`` counts drawn cases only, as ``--examples`` sets them; ``special`` counts the structured ones run
+    return replace(found, examples=drawn.examples, special=found.examples, skipped=drawn.skipped or found.skipped)
 
 
 def _others(prop, strategy, examples: int, seed_value: int, kind: str, deadline: float, limit: int = MAX_FAILURES):
