@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import special
+
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = ROOT / "bench" / "registry.yaml"
 AUDIT = [sys.executable, "-c", "from audit.cli import main; main()"]
@@ -198,7 +200,7 @@ def render(results: dict, started: float) -> str:
         "| check (unclaimed cells only) | seconds |", "|---|---|",
     ]
     lines += [f"| {name} | {seconds:.1f} |" for name, seconds in u["by_check"]]
-    lines += [""]
+    lines += ["", *special.render(results["special"])]
     return "\n".join(lines) + "\n"
 
 
@@ -207,7 +209,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="audit-bench-") as folder:
         work = Path(folder)
         results = {"overhead": overhead(work), "scaling": scaling(work), "premerge": premerge(work),
-                   "scale": scale(work), "memory": worker_memory(work)}
+                   "scale": scale(work), "memory": worker_memory(work), "special": special.measure()}
         text = render(results, started)
     (ROOT / "bench" / "results.md").write_text(text)
     print(text)

@@ -65,6 +65,7 @@ _DECLARATIONS = (
                  "(float64: atol 1e-10, rtol 1e-9; other dtypes: torch.testing's defaults); "
                  "without one, finite inputs give finite outputs",
         dtypes=claimed_dtypes,
+        version=2,
     ),
     Check(
         name="gradcheck",
@@ -73,7 +74,10 @@ _DECLARATIONS = (
         contract="the analytic gradient equals central finite differences (torch.autograd.gradcheck, "
                  "slow mode up to 1,024 input elements, fast mode with atol scaled by size beyond), with "
                  "respect to a module's parameters too, and with a reference, equals the reference's "
-                 "gradient at float64-tight tolerance",
+                 "gradient at float64-tight tolerance; special points (zeros, bounds, identity, rotations, repeated "
+                 "singular values, equal arguments...) are tried before random draws",
+        version=2,
+        special=True,
     ),
     Check(
         name="gradgradcheck",
@@ -84,7 +88,8 @@ _DECLARATIONS = (
                  "(torch.autograd.gradgradcheck); claimed through supports.double_backward",
         claimed=lambda entry: entry.supports.double_backward,
         claim="supports.double_backward",
-        version=2,
+        version=3,
+        special=True,
     ),
     Check(
         name="forward_ad",
@@ -94,6 +99,8 @@ _DECLARATIONS = (
         contract="the jvp (forward-mode AD) equals finite differences; claimed through supports.forward_ad",
         claimed=lambda entry: entry.supports.forward_ad,
         claim="supports.forward_ad",
+        version=2,
+        special=True,
     ),
     Check(
         name="undefined_grad",
@@ -130,6 +137,7 @@ _DECLARATIONS = (
         dtypes=_dtype_with_probes,
         dtype_claimed=lambda entry, dtype: dtype in entry.supports.dtypes,
         claim="supports.dtypes",
+        version=2,
     ),
     Check(
         name="device",
@@ -149,6 +157,7 @@ _DECLARATIONS = (
         claimed=lambda entry: entry.supports.noncontiguous,
         claim="supports.noncontiguous",
         layouts=True,
+        version=2,
     ),
     Check(
         name="alias",
@@ -181,6 +190,7 @@ _DECLARATIONS = (
         claimed=lambda entry: entry.supports.vmap,
         claim="supports.vmap",
         batched=True,
+        version=2,
     ),
     Check(
         name="compile",
@@ -193,6 +203,7 @@ _DECLARATIONS = (
         claimed=lambda entry: entry.supports.compile,
         claim="supports.compile",
         kinds=OPERATOR_KINDS + ("model",),
+        version=2,
     ),
     Check(
         name="autocast",
@@ -214,6 +225,7 @@ _DECLARATIONS = (
                  "claimed through supports.checkpoint (default true)",
         claimed=lambda entry: entry.supports.checkpoint,
         claim="supports.checkpoint",
+        version=2,
     ),
     Check(
         name="opcheck",

@@ -3,14 +3,15 @@ for a complex dtype)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
-from audit.checks import smoothness
+from audit.checks import reference, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
 from audit.contract import REAL_PART, real_counterpart, widest_of
 from audit.toolkit import rounding
-from audit.toolkit.jacobian import wrap
+from audit.toolkit.jacobian import gradcheck_values, wrap
 from audit.toolkit.tensors import floating, grad_inputs, vjp, wide
 
 
@@ -25,7 +26,12 @@ def run(subject, case) -> None:
     tight = subject.dtype == widest_of(subject.dtype)
     referenced = tight and subject.target.reference is not None and subject.reference_draws_alike(case)
     baseline_fn = subject.evaluate_reference if referenced else subject.evaluate
-    expected, expected_grads = vjp(baseline_fn, widened, grad_inputs(widened), subject.seed)
+    with reference.blamed() if referenced else contextlib.nullcontext():
+        expected, expected_grads = vjp(baseline_fn, widened, grad_inputs(widened), subject.seed)
+    if referenced:  # where the reference is undefined, the target's gradient is judged by finite differences
+        expected = reference.outputs_defined(subject, case, "dtype (against the reference)", outputs, expected)
+        expected_grads = reference.gradients_defined(subject, case, "dtype (against the reference)",
+                                                     wrap(subject, widened), grad_inputs(widened), grads, expected_grads)
     against = "the reference" if referenced else widest_of(subject.dtype)
     largest = functools.cache(lambda: rounding.largest_value(  # measured once, and only when a comparison needs it
         lambda: vjp(baseline_fn, widened, grad_inputs(widened), subject.seed)))
@@ -34,10 +40,22 @@ def run(subject, case) -> None:
         try:
             rounding.compare_rounded(label, got, want, subject.tolerance(tight=tight), largest)
         except Violation as exc:
+            if referenced and not values and _reference_unreliable(subject, case, widened):
+                return
             if smoothness.excused_anywhere(subject, f"dtype ({label}s against {against})", case,
                                            wrap(subject, widened), grad_inputs(widened), values=values):
                 return
             raise Violation(f"{exc} (in {subject.dtype}, against {against})") from None
+
+
+def _reference_unreliable(subject, case, widened) -> bool:
+    """Whether the reference's own gradient fails finite differences here (then the target's is judged by them
+    instead: a :class:`Violation` where they disagree at a smooth point)."""
+    check = "dtype (against the reference)"
+    if not reference.unreliable(subject, case, check, widened):
+        return False
+    reference.judge_by_differences(subject, case, check, wrap(subject, widened), grad_inputs(widened))
+    return True
 
 
 def _floating(value) -> bool:
@@ -75,6 +93,7 @@ def _or_counterpart(dtype: str) -> str:
 CHECK = declared(
     "dtype",
     run=run,
+    script_values=gradcheck_values,
     script="""\
 outs, gs = grads(fn, args)
 widened = [wide(a.detach()).requires_grad_(a.requires_grad) if torch.is_tensor(a) and floating(a) else a
@@ -86,6 +105,19 @@ diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]  # each gradi
 failed = any(g.dtype != x.dtype for g, x in zip(gs, diff)) or any(t.dtype.to_real() != dtype.to_real() for t in outs)
 if failed:
     print("dtypes:", [t.dtype for t in outs], [t.dtype for t in gs], "for", dtype, "inputs")
+if base is ref:  # where the reference is NaN or inf and the target finite: no comparison
+    wide_outs = defined_only(outs, wide_outs)
+if base is ref and any(undefined_where(g, e).any() for g, e in zip(gs, wide_gs)):
+    # there the target's gradient is judged by finite differences instead
+    wide_diff = [a for a in widened if torch.is_tensor(a) and a.requires_grad]
+    def at(*xs):
+        it = iter(xs)
+        found = tensors_of(fn(*[next(it) if torch.is_tensor(a) and a.requires_grad else a for a in widened]))
+        return tuple(o for o in found if floating(o))
+    if not torch.autograd.gradcheck(at, wide_diff, raise_exception=False, **options):
+        print("the reference is undefined here, and the target's gradient disagrees with finite differences")
+        failed = True
+    wide_gs = defined_only(gs, wide_gs)
 # float16, bfloat16: scale applies to the largest value the float64 run passes through (operands, intermediates)
 magnitude = largest_value(lambda: grads(base, widened)) if scale else 0.0
 failed |= differs("output vs the widest dtype", outs, wide_outs, magnitude=magnitude)

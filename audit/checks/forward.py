@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import smoothness
+from audit.checks import reference, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
 from audit.contract import widest_of
@@ -21,12 +21,14 @@ def run(subject, case) -> None:
     if subject.target.reference is None or not subject.reference_draws_alike(case):
         _finite(outputs, args)
         return
-    with torch.no_grad():
+    with torch.no_grad(), reference.blamed():
         expected = outputs_of(subject.evaluate_reference(*subject.args(case, widest_of(subject.dtype))))
     tight = subject.dtype == widest_of(subject.dtype)
     widest = lambda: subject.args(case, widest_of(subject.dtype))  # noqa: E731 - built only if measured
+    expected = [e.to(o.dtype) if not tight else e for o, e in zip(outputs, expected)]
+    expected = reference.outputs_defined(subject, case, "forward (against the reference)", outputs, expected)
     try:
-        rounding.compare_rounded("output", outputs, [e.to(o.dtype) if not tight else e for o, e in zip(outputs, expected)],
+        rounding.compare_rounded("output", outputs, expected,
                                  subject.tolerance(tight=tight), lambda: rounding.largest_value(lambda: _call(subject, widest())))
     except Violation:
         if not smoothness.excused_anywhere(subject, "forward (against the reference)", case, wrap(subject, args),
@@ -64,7 +66,10 @@ if ref is not None:  # against the reference, computed in float64 (complex128 fo
     # float16, bfloat16: scale applies to the largest value the target passes through in float64
     magnitude = largest_value(lambda: fn(*[wide(a.detach()) if torch.is_tensor(a) and floating(a) else a
                                      for a in args])) if scale else 0.0
-    failed = differs("output", outs, [e.to(o.dtype) for o, e in zip(outs, exps)], magnitude=magnitude)
+    if dtype not in (torch.float64, torch.complex128):  # a float64 cell compares in float64, whatever the output's dtype
+        exps = [e.to(o.dtype) for o, e in zip(outs, exps)]
+    exps = defined_only(outs, exps)  # where the reference is NaN or inf and the target finite: not compared
+    failed = differs("output", outs, exps, magnitude=magnitude)
 elif not any(torch.is_tensor(a) and a.numel() == 0 for a in args):  # finite inputs, finite outputs
     for i, o in enumerate(outs):
         o = o.to_dense() if o.layout != torch.strided else o  # a sparse output: its values, zeros elsewhere

@@ -65,6 +65,9 @@ class Check:
     ``kinds`` are the entry kinds it has cells for (models have their own training checks).
     ``not_for_sparse``: why the property cannot be checked when an input is sparse (``layout: sparse_coo`` or
     ``sparse_csr``); such a cell is a ``skip`` saying so. Empty: the check runs on sparse inputs too.
+    ``special``: once the drawn cases hold, the cell also tries the structured cases of :mod:`audit.inputs.special`
+    (zeros, all-equal values, domain bounds, identity, rotation, orthogonal matrices, repeated singular values and
+    eigenvalues, equal arguments), where gradient bugs hide and random draws never land.
     ``examples`` caps the examples of a cell (0: ``--examples``), for a check whose every example is costly.
     ``needs_gradient``: the property is about gradients, so a target with no output that carries one (or no input
     that requires one) gives it nothing to compare: such a cell is a ``skip`` saying so, never a ``pass``. Whatever
@@ -95,3 +98,4 @@ class Check:
     examples: int = 0
     one_worker: bool = False
     needs_gradient: bool = False
+    special: bool = False

@@ -34,12 +34,14 @@ class Kink:
     right: float
     central: float
     kind: str = "kink"  # kink (slopes differ), jump (values leap: no continuity), edge (undefined beside)
+    direction: bool = False  # found along a random direction in input ``input``, not along one element
 
     def describe(self) -> str:
         """One line: where, what, and the disagreeing slopes."""
         what = {"kink": "a kink", "jump": "a jump (the value itself is not continuous: not unique there)",
                 "edge": "an edge of the domain"}[self.kind]
-        return (f"{what} along input {self.input} at index {list(self.index)}: one-sided slopes {self.left:.6g} "
+        where = "a random direction" if self.direction else f"index {list(self.index)}"
+        return (f"{what} along input {self.input} at {where}: one-sided slopes {self.left:.6g} "
                 f"(left) and {self.right:.6g} (right), central {self.central:.6g}")
 
 
@@ -68,8 +70,9 @@ def probe_columns(fn, inputs, columns, eps: float, atol: float, rtol: float) -> 
     return None
 
 
-def kink_at(fn, inputs, i: int, flat: int, eps: float, atol: float, rtol: float) -> Kink | None:
-    """A :class:`Kink` when ``fn`` has no derivative at ``inputs`` along element ``flat`` of input ``i``."""
+def kink_at(fn, inputs, i: int, flat, eps: float, atol: float, rtol: float) -> Kink | None:
+    """A :class:`Kink` when ``fn`` has no derivative at ``inputs`` along element ``flat`` of input ``i`` (or,
+    given a tensor of the input's shape, along that direction)."""
     base = [x.detach().clone(memory_format=torch.contiguous_format) for x in inputs]
     at = {h: _values(fn, base, i, flat, h) for h in (-eps, -eps / SHRINK, 0.0, eps / SHRINK, eps)}
     f0 = at[0.0]
@@ -88,7 +91,9 @@ def kink_at(fn, inputs, i: int, flat: int, eps: float, atol: float, rtol: float)
     k = int(bad[0])
     leap = _leap(at, eps)
     kind = "edge" if undefined[k] else "jump" if leap[k] else "kink"
-    return Kink(i, _unravel(flat, inputs[i].shape), float(left[k]), float(right[k]), float(central[k]), kind)
+    index = _unravel(flat, inputs[i].shape) if isinstance(flat, int) else ()
+    return Kink(i, index, float(left[k]), float(right[k]), float(central[k]), kind,
+                direction=not isinstance(flat, int))
 
 
 def _leap(at: dict, eps: float) -> torch.Tensor:
@@ -111,10 +116,36 @@ def singular_point(fn, inputs, eps: float, atol: float, rtol: float, kinds=("kin
     return None
 
 
+#: Random directions probed per input, beside its coordinates, before a disagreement counts as a failure.
+DIRECTIONS = 4
+
+
+def any_direction(fn, inputs, eps: float, atol: float, rtol: float) -> Kink | None:
+    """A singular point of ``fn`` at ``inputs`` along any coordinate of any input (at most MAX_PROBES each) or
+    along a few random unit directions per input (seeded: the same every time): differentiability is a
+    property of the point. A matrix function at a rank-deficient input can be smooth along the coordinate
+    where analytic and numeric disagree and kinked along another; x·y/|(x, y)| at 0 is smooth along both
+    axes and kinked along the diagonal."""
+    found = singular_point(fn, inputs, eps, atol, rtol)
+    if found is not None:
+        return found
+    generator = torch.Generator().manual_seed(0)
+    for i, x in enumerate(inputs):
+        for _ in range(DIRECTIONS if x.numel() > 1 else 0):
+            direction = torch.randn(x.shape, generator=generator, dtype=torch.float64)
+            direction = (direction / direction.norm()).to(x.dtype).to(x.device)
+            found = kink_at(fn, inputs, i, direction, eps, atol, rtol)
+            if found is not None:
+                return found
+    return None
+
+
 def _values(fn, base, i: int, flat: int, h: float) -> torch.Tensor:
     xs = [x.clone() for x in base]
-    if h:
+    if h and isinstance(flat, int):
         xs[i].view(-1)[flat] += h
+    elif h:
+        xs[i] += h * flat
     with torch.no_grad():
         out = fn(*xs)
     outputs = out if isinstance(out, (tuple, list)) else (out,)
@@ -156,6 +187,8 @@ def excused(subject, check: str, case, fn, inputs, eps: float, columns=None) -> 
         kink = _timed(subject, lambda: probe_jacobian(fn, inputs, eps, atol, rtol))
     else:
         kink = _timed(subject, lambda: probe_columns(fn, inputs, columns, eps, atol, rtol))
+    if kink is None:  # smooth along every failing coordinate: the point may still lack a derivative elsewhere
+        kink = _timed(subject, lambda: any_direction(fn, inputs, eps, atol, rtol))
     if kink is not None:
         note(subject, check, case, kink)
     return kink is not None

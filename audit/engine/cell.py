@@ -6,6 +6,7 @@ from pathlib import Path
 
 from audit.engine.explore import Damaged, explore
 from audit.engine.script import replay_script
+from audit.inputs.special import special_for
 from audit.inputs.strategies import for_check
 from audit.results.outcome import CellKey, Failure, Outcome, Verdict
 from audit.runtime import health, triton
@@ -50,13 +51,15 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
     examples = min(examples, check.examples) if check.examples else examples
     try:
         found = explore(prop, for_check(entry, check), examples=examples, seed_value=seed, shrink=claimed,
-                        budget=options.cell_budget(claimed), limit=options.failures)
+                        budget=options.cell_budget(claimed), limit=options.failures, special=special_for(entry, check))
     except Damaged as exc:
         return Outcome(key, Verdict.ERRORED, f"{exc}; the search stopped there: a process in that state is not "
                                              "trusted with another example (a worker retires after it)")
     except SystemExit as exc:
         return Outcome(key, Verdict.ERRORED, f"the target called sys.exit({exc.code!r})")
     metrics = dict(subject.metrics)
+    if found.special:  # structured cases tried after the drawn ones (``examples`` counts the drawn)
+        metrics["special_points"] = found.special
     if triton.interpreted(entry):
         metrics["triton"] = "interpreted on the CPU (TRITON_INTERPRET=1: no CUDA device here)"
     if found.skipped:

@@ -11,7 +11,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import Flaky
 
@@ -73,7 +73,8 @@ class Counterexample:
 
 @dataclass(frozen=True)
 class Exploration:
-    """How the property fared: held on ``examples`` cases, or failed on the shrunk ``case``; ``others``
+    """How the property fared: held on ``examples`` drawn cases (and ``special`` structured ones), or failed on the
+    shrunk ``case``; ``others``
     are failures of other kinds, each found and shrunk by a search of its own."""
 
     held: bool
@@ -83,6 +84,7 @@ class Exploration:
     message: str = ""
     skipped: str = ""
     others: tuple[Counterexample, ...] = ()
+    special: int = 0
 
 
 #: Distinct failures one cell reports at most. Each past the first costs a search of its own (every
@@ -120,18 +122,30 @@ class Damaged(BaseException):
 
 
 def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = True,
-            budget: float = 0.0, limit: int = MAX_FAILURES) -> Exploration:
+            budget: float = 0.0, limit: int = MAX_FAILURES, special: tuple = ()) -> Exploration:
     """``prop(case)`` on up to ``examples`` drawn cases; raises only for the audit's own errors. With a
     ``budget`` (the cell's seconds) and ``shrink``, a failing property is searched again, with the same
     seed, for failures of other kinds, up to ``limit`` failures in all (see :data:`MAX_FAILURES`); a property
-    that holds is searched once."""
+    that holds is searched once. Once the drawn cases hold, the ``special`` cases are tried, as they are
+    (see :mod:`audit.inputs.special`): a failure found by the draws keeps its shrunk case."""
     start = time.perf_counter()
     found = _search(prop, strategy, examples, seed_value, shrink)
+    if found.held and special:
+        found = _special(prop, strategy, seed_value, special, found)
+        return replace(found, seconds=_since(start))
     if found.held or not (shrink and budget) or limit <= 1:
         return replace(found, seconds=_since(start))
     deadline = start + budget / BUDGET_PARTS
     others = _others(prop, strategy, examples, seed_value, _kind(found.message), deadline, limit)
     return replace(found, seconds=_since(start), others=others)
+
+
+def _special(prop, strategy, seed_value: int, special: tuple, drawn: Exploration) -> Exploration:
+    """The ``special`` cases, once the ``drawn`` ones held: Hypothesis's explicit examples, never shrunk."""
+    state = SearchState(frozenset(), math.inf)
+    found = _ran(_given(_property(prop, state), strategy, 1, seed_value, False, special), state)
+    # ``examples`` counts drawn cases only, as ``--examples`` sets them; ``special`` counts the structured ones run
+    return replace(found, examples=drawn.examples, special=found.examples, skipped=drawn.skipped or found.skipped)
 
 
 def _others(prop, strategy, examples: int, seed_value: int, kind: str, deadline: float, limit: int = MAX_FAILURES):
@@ -154,7 +168,11 @@ def _search(prop, strategy, examples: int, seed_value: int, shrink: bool, known=
             deadline: float = math.inf) -> Exploration:
     """One Hypothesis search in which failures of the ``known`` kinds count as passes."""
     state = SearchState(known, deadline)
-    test = _given(_property(prop, state), strategy, examples, seed_value, shrink)
+    return _ran(_given(_property(prop, state), strategy, examples, seed_value, shrink), state)
+
+
+def _ran(test, state: SearchState) -> Exploration:
+    """What running ``test`` (a search, or the special cases) found."""
     try:
         test()
     except (Violation, Flaky, MemoryError, _OutOfTime) as exc:
@@ -304,12 +322,15 @@ def failure_kind(message: str) -> str:
 KIND_LENGTH = 40
 
 
-def _given(run, strategy, examples: int, seed_value: int, shrink: bool):
-    phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
+def _given(run, strategy, examples: int, seed_value: int, shrink: bool, special: tuple = ()):
+    phases = [Phase.explicit] if special else [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
     configured = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
                           phases=phases, suppress_health_check=list(HealthCheck), print_blob=False,
                           verbosity=Verbosity.quiet, report_multiple_bugs=False)
-    return seed(seed_value)(configured(given(strategy)(run)))
+    test = given(strategy)(run)
+    for case in reversed(special):  # as if written @example(first) ... @example(last): run in the given order
+        test = example(case)(test)
+    return seed(seed_value)(configured(test))
 
 
 def _since(start: float) -> float:

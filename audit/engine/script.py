@@ -102,6 +102,12 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
         lines.append(GRADS_HELPER)
     if "largest_value(" in body:
         lines.append(_largest_helper())
+    if "defined_only(" in body:
+        lines.append(_reference_helper())
+    if "spread(" in body:
+        from audit.toolkit import noise
+
+        lines.append(noise.script_helper())
     lines.append(body)
     return "\n".join(lines) + "\n"
 
@@ -131,11 +137,23 @@ def _largest_helper() -> str:
 def _sparse_helper() -> str:
     """The functions the audit builds sparse inputs and judges their gradients with, as source: the script
     rebuilds and judges them exactly."""
-    import inspect
-
     from audit.inputs.sparse import SCRIPT_FUNCTIONS
 
-    return "\n\n".join(inspect.getsource(f) for f in SCRIPT_FUNCTIONS)
+    return _sources(SCRIPT_FUNCTIONS)
+
+
+def _reference_helper() -> str:
+    """How the audit leaves out the elements where the reference is undefined (audit.checks.reference), as
+    source: the script compares with the reference exactly as the cell did."""
+    from audit.checks import reference
+
+    return _sources((reference.undefined_where, reference.defined_only))
+
+
+def _sources(functions) -> str:
+    import inspect
+
+    return "\n\n".join(inspect.getsource(f) for f in functions)
 
 
 def _is_cases(value) -> bool:

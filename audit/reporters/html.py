@@ -32,7 +32,7 @@ def render(matrix: Matrix, *, by_owner: bool = False) -> str:
     body = [
         f'<header class="banner {escape(verdict)}"><h1>{escape(headline(matrix))}</h1>',
         f"<p>{_counts(matrix)}</p></header>",
-        _failures(matrix),
+        _failures(matrix) + _inconclusive(matrix),
         _controls(matrix),
         _grids(matrix, cells, by_owner),
         '<section id="detail" class="detail" hidden></section>',
@@ -67,6 +67,19 @@ def _failures(matrix: Matrix) -> str:
             + (f"<details><summary>Shrunk input</summary><pre>{escape(case)}</pre></details>" if case else "")
             + "".join(_further(f) for f in further_failures(cell)) + "</details>")
     return f'<section class="failures"><h2>Failures ({len(found)})</h2>{"".join(items)}</section>'
+
+
+def _inconclusive(matrix: Matrix) -> str:
+    """The cells where a reference was undefined (NaN or inf where the target was finite): there the target was
+    judged without it, by finite differences (``metrics.reference_undefined``). Nothing when there are none."""
+    items = [f"<li><b>{escape(entry.name)}</b> {escape(cell.check)} ({escape(cell.dtype)}, {escape(cell.device)}), "
+             f"{note.get('examples', 0)} example(s): {escape(str(note.get('first', '')))}</li>"
+             for entry, cell in matrix.pairs() if (note := (cell.metrics or {}).get("reference_undefined"))]
+    if not items:
+        return ""
+    return (f'<section class="inconclusive"><h2>Reference undefined ({len(items)})</h2><p>Where the reference '
+            f"was NaN or inf and the target finite, the target was judged by finite differences instead:</p>"
+            f'<ul>{"".join(items)}</ul></section>')
 
 
 def _further(failure: CellFailure) -> str:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import torch
 
 from audit.contract import real_counterpart
 from audit.registry.model import Tolerance
-from audit.toolkit.tensors import dense, filled, floating, grad_inputs, grad_outputs, outputs_of, wide
+from audit.toolkit.tensors import _number, dense, filled, floating, grad_inputs, grad_outputs, outputs_of, wide
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
 SLOW_MODE_LIMIT = 1024
@@ -17,16 +18,18 @@ _EPS = {"float64": 1e-6, "float32": 1e-3, "bfloat16": 1e-2, "float16": 1e-2}
 _TOL = {"float64": (1e-5, 1e-3), "float32": (1e-2, 1e-2), "bfloat16": (1e-1, 1e-1), "float16": (5e-2, 5e-2)}
 
 
-def wrap(subject, args):
-    """The target as a function of its grad-requiring tensors only, returning floating outputs (dense)."""
+def wrap(subject, args, call=None):
+    """The target (or ``call``, given the full argument list) as a function of its grad-requiring tensors only,
+    returning floating outputs (dense)."""
     positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+    call = call or subject.call
 
     def fn(*inputs):
         full = list(args)
         for i, x in zip(positions, inputs):
             full[i] = x
         # a sparse output made dense (masked: its gradient stays on its pattern), as torch's gradcheck asks
-        outputs = [dense(o) for o in outputs_of(subject.call(full)) if floating(o)]
+        outputs = [dense(o) for o in outputs_of(call(full)) if floating(o)]
         return tuple(outputs) if len(outputs) != 1 else outputs[0]
 
     return fn
@@ -93,19 +96,40 @@ def _locate(fn, inputs, eps, atol, rtol) -> str | None:
     worst = None
     for (o, i), a in analytic.items():
         n = numeric[(o, i)]
-        excess = (a - n).abs() - (atol + rtol * n.abs())
+        excess = _excess(a, n, atol, rtol)
         if excess.numel() and (worst is None or excess.max() > worst[0]):
             flat = int(excess.reshape(-1).argmax())
-            worst = (excess.max().item(), o, i, flat, a.reshape(-1)[flat].item(), n.reshape(-1)[flat].item(), a.shape)
+            worst = (excess.max().item(), o, i, flat, a, n)
     if worst is None or worst[0] <= 0:
         return None
-    _, o, i, flat, a, n, shape = worst
-    row, col = divmod(flat, shape[1])
-    out_index = _unravel(row, _output_shapes(fn, inputs)[o])
-    in_index = _unravel(col, inputs[i].shape)
-    return (f"Jacobian mismatch for output {o} with respect to input {i}: max |analytic - numeric| = "
-            f"{abs(a - n):.3g} at d out{list(out_index)} / d in{list(in_index)} (analytic {a:.6g}, "
-            f"numeric {n:.6g}) > atol {atol:g} + rtol {rtol:g}·|numeric|")
+    _, o, i, flat, a, n = worst
+    row, col = divmod(flat, a.shape[1])
+    out_index = list(_unravel(row, _output_shapes(fn, inputs)[o]))
+    in_index = list(_unravel(col, inputs[i].shape))
+    got, want = a.reshape(-1)[flat].item(), n.reshape(-1)[flat].item()
+    where = f"Jacobian mismatch for output {o} with respect to input {i}:"
+    if not math.isfinite(got) or not math.isfinite(want):
+        return f"{where} {_non_finite(got, want, f'd out{out_index} / d in[{i}]{in_index}', a, n)}"
+    return (f"{where} max |analytic - numeric| = {abs(got - want):.3g} at d out{out_index} / d in{in_index} "
+            f"(analytic {got:.6g}, numeric {want:.6g}) > atol {atol:g} + rtol {rtol:g}·|numeric|")
+
+
+def _excess(a: torch.Tensor, n: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    """How far each analytic element is past its allowance; a NaN or an infinity on one side only is
+    infinitely far (first to be named), equal values (equal infinities too) are not past it."""
+    excess = ((a - n).abs() - (atol + rtol * n.abs())).nan_to_num(nan=math.inf)
+    return excess.masked_fill(a == n, -math.inf)
+
+
+def _non_finite(got: float, want: float, where: str, a: torch.Tensor, n: torch.Tensor) -> str:
+    """"analytic NaN at d out[0] / d in[2][1]; numeric 0.37", and how many elements are so."""
+    side, value, other, other_value, block = (("analytic", got, "numeric", want, a) if not math.isfinite(got)
+                                              else ("numeric", want, "analytic", got, n))
+    count = int((~torch.isfinite(block)).sum())
+    hint = ("" if side == "analytic" else
+            ": the function is not finite within eps of this point (a domain edge?); narrow `domain`")
+    return (f"{side} {_number(value)} at {where}; {other} {_number(other_value)} ({count} of {block.numel()} "
+            f"{side} elements of this block are not finite){hint}")
 
 
 def _located(fn, inputs, options: dict) -> str | None:

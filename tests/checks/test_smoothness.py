@@ -85,3 +85,18 @@ def test_probing_stops_at_its_budget_and_the_failure_stands(tmp_path, monkeypatc
     monkeypatch.setattr(smoothness, "PROBE_BUDGET", 0.0)
     found = observe(entry(tmp_path, target=f"{S}:Relu", **VECTOR), "gradcheck")
     assert found.verdict == VIOLATED and found.details["non_smooth_unprobed"] >= 1
+
+
+@pytest.mark.parametrize("target, where", [("RatioWithKink", "index"), ("RatioOnDiagonal", "a random direction")])
+def test_a_point_without_a_derivative_is_one_in_any_direction(tmp_path, target, where):
+    """The disagreement sits at a coordinate along which the function is smooth; the kink is along another
+    coordinate, or only along a direction between them."""
+    found = observe(entry(tmp_path, target=f"{S}:{target}", inputs=[{"shape": [2]}]), "gradcheck")
+    assert found.verdict == HELD, found.message
+    assert f"a kink along input 0 at {where}" in found.details["non_smooth"]["first"]
+
+
+@pytest.mark.parametrize("target", ["tests.fixtures.degenerate:PolarDropsTies", f"{S}:MaskedSin"])
+def test_a_wrong_gradient_at_a_point_smooth_in_every_direction_still_fails(tmp_path, target):
+    found = observe(entry(tmp_path, target=target, inputs=[{"shape": ["N", "N"]}], dims={"N": [2, 3]}), "gradcheck")
+    assert found.verdict == VIOLATED, found.message

@@ -34,6 +34,8 @@ ROWS: list[Planted] = [
     Planted(f"{L}StashesInput", "saved_tensors", MATRIX, f"{L}SavesOutput", "outside save_for_backward"),
     Planted(f"{L}Float32Math", "dtype", CUBE, f"{B}Cube", "against the reference"),
     Planted(f"{L}Float32Output", "dtype", CUBE, f"{B}Cube", "output 0 is float32"),
+    # a float64 input, a float32 output: the forward script compares in float64, as the check does
+    Planted(f"{L}Float32Output", "forward", CUBE, f"{B}Cube", "max |got - expected|"),
     # tests/fixtures/inplace_stochastic.py
     Planted(f"{S}ScaleInPlaceWrongGrad", "gradcheck", IN_PLACE, f"{S}ScaleInPlace", "Jacobian mismatch"),
     Planted(f"{S}ScaleInPlaceUnmarked", "alias", IN_PLACE, f"{S}ScaleInPlace", "mark_dirty"),

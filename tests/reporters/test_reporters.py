@@ -73,6 +73,16 @@ def test_html_is_self_contained_and_shows_what_failed_who_owns_it_and_how_to_rep
     assert "<link" not in page and "src=" not in page
 
 
+def test_html_names_the_cells_where_the_reference_was_undefined():
+    data = matrix()
+    data["entries"][1]["cells"][1]["metrics"] = {"reference_undefined": {
+        "examples": 2, "first": "gradcheck (against the reference): the reference's gradient of input 0 is NaN <here>"}}
+    page = html.render(typed(data))
+    assert "Reference undefined (1)" in page and "<b>softmax</b> gradcheck (float64, cpu), 2 example(s)" in page
+    assert "is NaN &lt;here&gt;" in page
+    assert "Reference undefined" not in html.render(typed(matrix()))
+
+
 def test_junit_parses_back_with_one_testcase_per_cell():
     root = ET.fromstring(junit.render(typed(matrix())))
     suite = root.find("testsuite")

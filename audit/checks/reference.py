@@ -1,0 +1,152 @@
+"""Comparing with the entry's reference where the reference itself says nothing: an undefined value or
+gradient (NaN or inf where the target's is finite), or an exception of its own.
+
+A reference is a second implementation, not the truth. An ``eigh``-based matrix square root has a NaN
+gradient at a repeated eigenvalue, where the function (and a correct hand-written backward) is smooth:
+there the comparison is inconclusive, and the target's gradient is judged by finite differences (torch's
+gradcheck) and the smoothness probe instead. It fails only where finite differences disagree at a smooth
+point. Each such example is counted in the cell's ``metrics.reference_undefined``. The replay scripts embed
+:func:`undefined_where` and :func:`defined_only`, so that they compare as the checks do.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+from torch.autograd.gradcheck import GradcheckError
+
+from audit.checks import smoothness
+from audit.errors import first_line
+from audit.frames import user_site
+from audit.toolkit.jacobian import explain_gradcheck_failure, gradcheck_options, wrap
+from audit.toolkit.tensors import dense, grad_inputs, wide
+from audit.toolkit.violation import Violation
+
+
+@contextmanager
+def blamed():
+    """An exception raised inside the reference (its forward or its backward) named as the reference's, not
+    the target's: a :class:`Violation` saying "the reference raised ..."."""
+    try:
+        yield
+    except MemoryError:
+        raise
+    except Violation as exc:
+        if str(exc).startswith("the reference"):
+            raise
+        raise Violation(f"the reference {exc}{_ADVICE}") from None
+    except Exception as exc:
+        if "can't allocate memory" in str(exc):
+            raise
+        raise Violation(f"the reference raised {type(exc).__name__}: {first_line(exc)}{user_site(exc)}"
+                        f"{_ADVICE}") from exc
+
+
+_ADVICE = " (the entry's `reference`, not the target: fix the reference, or narrow `domain`)"
+
+
+def undefined_where(got, expected):  # plain torch and a docstring only: replay scripts embed its source
+    """Where ``expected`` (the reference's) is NaN or inf and ``got`` (the target's) is finite, as a bool tensor
+    (a 0-d False where the shapes differ: that mismatch is the comparison's to report)."""
+    got, expected = (t.to_dense() if t.layout != torch.strided else t for t in (got, expected))
+    if got.shape != expected.shape:
+        return torch.zeros((), dtype=torch.bool)
+    return ~torch.isfinite(expected.detach().cpu()) & torch.isfinite(got.detach().cpu())
+
+
+def defined_only(got, expected):  # plain torch: replay scripts embed its source
+    """``expected`` with ``got``'s element wherever the reference is undefined (:func:`undefined_where`): an
+    inconclusive comparison there, so none is made."""
+    kept = []
+    for g, e in zip(got, expected):
+        mask = undefined_where(g, e)
+        if mask.any():
+            e = torch.where(mask.to(e.device), g.detach().to_dense().to(e.dtype), e.to_dense())
+        kept.append(e)
+    return kept
+
+
+def outputs_defined(subject, case, check: str, outputs, expected) -> list[torch.Tensor]:
+    """``expected`` (the reference's outputs) where it is defined, the target's ``outputs`` elsewhere; where
+    the reference's value is undefined, there is nothing to compare the target's with (noted)."""
+    masks = [undefined_where(g, e) for g, e in zip(outputs, expected)]
+    if any(m.any() for m in masks):
+        note(subject, case, check, "output", outputs, expected, masks, "not compared there")
+    return defined_only(outputs, expected)
+
+
+def gradients_defined(subject, case, check: str, fn, inputs, grads, expected, *, judged: bool = False):
+    """``expected`` (the reference's gradients) where it is defined, the target's ``grads`` elsewhere, after
+    judging the target's gradient by finite differences (torch's gradcheck, a failure excused only at a
+    point without a derivative): a :class:`Violation` where they disagree at a smooth point. ``judged``: the
+    caller already ran gradcheck on this example, and it held."""
+    masks = [undefined_where(g, e) for g, e in zip(grads, expected)]
+    if not any(m.any() for m in masks):
+        return expected
+    if not judged:
+        judge_by_differences(subject, case, check, fn, inputs)
+    note(subject, case, check, "gradient of input", grads, expected, masks,
+         "the target's gradient judged by finite differences (gradcheck)")
+    return defined_only(grads, expected)
+
+
+def judge_by_differences(subject, case, check: str, fn, inputs) -> None:
+    """Torch's gradcheck on ``fn`` at ``inputs``, a failure excused only where ``fn`` has no derivative: a
+    :class:`Violation` naming the reference as undefined or unreliable here."""
+    options = gradcheck_options(subject, inputs)
+    try:
+        torch.autograd.gradcheck(fn, inputs, **options)
+    except GradcheckError as exc:
+        if smoothness.excused(subject, check, case, fn, inputs, options["eps"]):
+            return
+        raise Violation(f"{check}: the reference's gradient is undefined or unreliable here (NaN or inf where the "
+                        f"target's is finite, or itself off finite differences), so the target is judged by finite "
+                        f"differences, and they disagree at a smooth "
+                        f"point: {explain_gradcheck_failure(fn, inputs, exc, options)}") from None
+
+
+def unreliable(subject, case, check: str, args) -> bool:
+    """Whether the reference's own gradient disagrees with finite differences on ``args`` (noted when it does):
+    near a repeated eigenvalue an ``eigh``-based reference's gradient is finite but wrong (1e-16 / 1e-16), and
+    a comparison with it says nothing. Asked only once the target's gradient differs from the reference's
+    after passing finite differences itself."""
+    inputs = grad_inputs(args)
+    fn = wrap(subject, args, lambda full: subject.evaluate_reference(*full))
+    options = gradcheck_options(subject, inputs)
+    with blamed():
+        held = torch.autograd.gradcheck(fn, inputs, raise_exception=False, **options)
+    if not held:
+        seen = subject.metrics.setdefault("reference_undefined", {"examples": 0})
+        seen["examples"] += 1
+        seen.setdefault("first", f"{check}: the reference's own gradient disagrees with finite differences on "
+                                 f"{case.describe()} (ill-conditioned there): an inconclusive comparison, the "
+                                 "target's gradient judged by finite differences (gradcheck held)")
+    return not held
+
+
+def note(subject, case, check: str, label: str, got, expected, masks, verdict: str) -> None:
+    """Count the example in the cell's ``metrics.reference_undefined``; the first one says where."""
+    seen = subject.metrics.setdefault("reference_undefined", {"examples": 0})
+    seen["examples"] += 1
+    if "first" in seen:
+        return
+    n = next(j for j, m in enumerate(masks) if m.any())
+    k = int(masks[n].reshape(-1).nonzero()[0])
+    theirs, mine = (wide(dense(t[n]).detach()).reshape(-1)[k] for t in (expected, got))
+    count = sum(int(m.sum()) for m in masks)
+    seen["first"] = (f"{check}: the reference's {label} {n} is {_number(theirs)} at index {_index(k, got[n].shape)} "
+                     f"where the target's is {_number(mine)}, on {case.describe()}: the reference is undefined "
+                     f"there, an inconclusive comparison, {verdict} ({count} elements)")
+
+
+def _number(value: torch.Tensor) -> str:
+    """An element as a message shows it: NaN, inf, -inf, or 6 significant digits (complex: both parts)."""
+    if bool(torch.isnan(value)):
+        return "NaN"
+    number = complex(value) if value.is_complex() else float(value)
+    return f"{number:.6g}"
+
+
+def _index(flat: int, shape) -> list:
+    return [int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(shape))] if len(shape) else []
