@@ -63,11 +63,16 @@ def checks() -> str:
     return _table(("check", "contract", "claimed through", "kinds", "sparse inputs"), rows)
 
 
+def _literal(value) -> str:
+    """A schema value as YAML writes it (true, not True)."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def _schema_type(node: dict) -> str:
     if "const" in node:
-        return f"`{node['const']}`"
+        return f"`{_literal(node['const'])}`"
     if "enum" in node:
-        return " \\| ".join(f"`{value}`" for value in node["enum"])
+        return " | ".join(f"`{_literal(value)}`" for value in node["enum"])
     if "oneOf" in node:
         return " or ".join(_schema_type(option) for option in node["oneOf"])
     kind = node.get("type", "any")
@@ -77,8 +82,16 @@ def _schema_type(node: dict) -> str:
 
 
 def _schema_rows(node: dict, path: str, claims: dict[str, str]):
-    """(key, type, description) for every key under ``node``, depth first, in the schema's order."""
-    for key, sub in node.get("properties", {}).items():
+    """(key, type, description) for every key under ``node``, depth first, in the schema's order; keys that all
+    take the same schema (tolerance's dtypes) are one row, ``KEY``, naming them."""
+    properties = node.get("properties", {})
+    alike = list(properties.values())
+    if len(alike) > 2 and all(sub == alike[0] for sub in alike):
+        names = ", ".join(f"`{key}`" for key in properties)
+        yield f"`{path}.KEY`", _schema_type(alike[0]), f"KEY is one of {names}."
+        yield from _schema_children(alike[0], f"{path}.KEY", claims)
+        return
+    for key, sub in properties.items():
         where = f"{path}.{key}" if path else key
         text = sub.get("description", "")
         check = claims.get(where.split(".", 1)[-1] if where.startswith("entries[].") else "")
@@ -89,6 +102,7 @@ def _schema_rows(node: dict, path: str, claims: dict[str, str]):
 
 
 def _schema_children(sub: dict, where: str, claims: dict[str, str]):
+    yield from _schema_rows(sub, where, claims)
     items = sub.get("items")
     if isinstance(items, dict):
         for branch in ("then", "else"):
@@ -109,9 +123,14 @@ def registry_keys() -> str:
     return _table(("key", "type", "meaning"), rows) + f"\n\n`defaults` takes these keys of an entry: {defaults}."
 
 
+def _yaml(value) -> str:
+    """A setting as the registry writes it: true and false in lower case."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def profiles() -> str:
     """The built-in profiles and the defaults (audit.profiles)."""
-    rows = [(f"`{profile.name}`", *(getattr(profile, setting) for setting in SETTINGS))
+    rows = [(f"`{profile.name}`", *(_yaml(getattr(profile, setting)) for setting in SETTINGS))
             for profile in (*BUILTIN.values(), DEFAULT)]
     rows[-1] = ("no `--profile`", *rows[-1][1:])
     return _table(("profile", *SETTINGS), rows)
