@@ -60,7 +60,9 @@ def checks() -> str:
             kinds = "operators, model"
         sparse = f"skip: {check.not_for_sparse}" if check.not_for_sparse else "runs"
         rows.append((f"`{name}`", check.contract, f"`{check.claim}`" if check.claim else "always", kinds, sparse))
-    return _table(("check", "contract", "claimed through", "kinds", "sparse inputs"), rows)
+    kinds = ", ".join(f"`{kind}`" for kind in OPERATOR_KINDS)
+    return (_table(("check", "contract", "claimed through", "kinds", "sparse inputs"), rows)
+            + f"\n\nKinds: *operators* are the entries of kind {kinds}, all called with drawn tensors.")
 
 
 def _literal(value) -> str:
