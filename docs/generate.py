@@ -46,6 +46,7 @@ def _cell(text: str) -> str:
 
 
 def _table(header: tuple[str, ...], rows) -> str:
+    """A Markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -55,9 +56,8 @@ def checks() -> str:
     """The built-in checks in matrix order: contract, what claims it, the entry kinds, sparse inputs."""
     rows = []
     for name, check in declarations().items():
-        kinds = "operators" if check.kinds == OPERATOR_KINDS else ", ".join(check.kinds)
-        if check.kinds == OPERATOR_KINDS + ("model",):
-            kinds = "operators, model"
+        extra = check.kinds[len(OPERATOR_KINDS):] if check.kinds[:len(OPERATOR_KINDS)] == OPERATOR_KINDS else None
+        kinds = ", ".join(("operators", *extra)) if extra is not None else ", ".join(check.kinds)
         sparse = f"skip: {check.not_for_sparse}" if check.not_for_sparse else "runs"
         rows.append((f"`{name}`", check.contract, f"`{check.claim}`" if check.claim else "always", kinds, sparse))
     kinds = ", ".join(f"`{kind}`" for kind in OPERATOR_KINDS)
@@ -71,6 +71,7 @@ def _literal(value) -> str:
 
 
 def _schema_type(node: dict) -> str:
+    """What a key takes, in words: a literal, a choice of literals, a type or a list of one."""
     if "const" in node:
         return f"`{_literal(node['const'])}`"
     if "enum" in node:
@@ -96,7 +97,7 @@ def _schema_rows(node: dict, path: str, claims: dict[str, str]):
     for key, sub in properties.items():
         where = f"{path}.{key}" if path else key
         text = sub.get("description", "")
-        check = claims.get(where.split(".", 1)[-1] if where.startswith("entries[].") else "")
+        check = claims.get(where.removeprefix("entries[]."))
         if check and check not in text:
             text = f"{text} Claims the `{check}` check.".strip()
         yield f"`{where}`", _schema_type(sub), text
@@ -104,6 +105,7 @@ def _schema_rows(node: dict, path: str, claims: dict[str, str]):
 
 
 def _schema_children(sub: dict, where: str, claims: dict[str, str]):
+    """The rows below one key: its own keys, its list items' (both branches of an if), its named entries'."""
     yield from _schema_rows(sub, where, claims)
     items = sub.get("items")
     if isinstance(items, dict):
