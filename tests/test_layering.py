@@ -1,8 +1,8 @@
 """The package's import graph: no cycle, and no arrow from a lower layer to a higher one.
 
-The layers are the README's (section Layout), listed here from the bottom up. A module may import its own layer
-and any layer below, never one above; an import inside a function counts as much as one at the top, since it
-ties the two modules together just the same.
+The layers are those of docs/how-it-works.md (section Layout), listed here from the bottom up. A module may
+import its own layer and any layer below, never one above; an import inside a function counts as much as one at
+the top, since it ties the two modules together just the same.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_every_module_has_a_layer():
-    """A new top-level module or package must be placed in LAYERS (and the README's Layout) on purpose."""
+    """A new top-level module or package must be placed in LAYERS (and the Layout in docs/how-it-works.md) on purpose."""
     unplaced = [name for name in graph() if name != "audit" and layer_of(name) == 0
                 and not any(name == m or name.startswith(m + ".") for m in LAYERS[0][1:])]
     assert not unplaced, f"modules in no layer: {unplaced}"

@@ -34,7 +34,7 @@ def test_own_registry_is_green(tmp_path, monkeypatch):
     assert {(name, c["check"]) for name, c in skips if not c["message"].startswith("PyTorch bug")} == not_for_complex
     simplex = [c for e in matrix["entries"] for c in e["cells"] if c["check"] == "simplex"]
     assert simplex and all(c["status"] == "pass" for c in simplex if c["device"] == "cpu")
-    # The committed baseline is this matrix: refresh it (README) when a status legitimately changes.
+    # The committed baseline is this matrix: refresh it (docs/ci.md, The baseline) when a status legitimately changes.
     baseline = Matrix.from_json(json.loads((ROOT / "reports" / "baseline.json").read_text()))
     drift = diff(baseline, Matrix.from_json(matrix))
     assert not drift.changes, [f"{c.where}: {c.old} -> {c.new}" for c in drift.changes]

@@ -119,7 +119,8 @@ def test_a_check_caps_the_examples_of_its_cells(tmp_path):
 
 
 def test_power_for_a_shift_of_a_tenth_of_a_standard_deviation():
-    """The README's figure: a z-test of one mean at the default draws and threshold (1 x 1 input: 3 statistics)."""
+    """docs/registry.md's figure (Stochastic entries): a z-test of one mean at the default draws and threshold
+    (1 x 1 input: 3 statistics)."""
     threshold = stats.ALPHA / STATISTICS_EXAMPLES / 2 / 3
     critical = math.sqrt(2) * torch.special.erfinv(torch.tensor(1 - threshold, dtype=torch.float64)).item()
     shift = 0.1 * math.sqrt(stats.DRAWS / 2)
