@@ -105,7 +105,7 @@ class ToleranceOverride:
 
 #: Units of a low-precision dtype's precision (its eps) a correct result may be off by, as a share of the
 #: tensor's largest value. Measured on correct code (softmax, logsumexp, layer norm, sparsemax, centering,
-#: Gram matrices; shapes 3x5 to 2x64, bench in the README): up to 5.7 eps, so 8 leaves room, while a wrong
+#: Gram matrices; shapes 3x5 to 2x64, bench in docs/checks.md, Half precision): up to 5.7 eps, so 8 leaves room, while a wrong
 #: half-precision path (a constant off by 3% in float16, garbage, an overflow) stays far outside.
 LOW_PRECISION_EPS = 8
 _EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}

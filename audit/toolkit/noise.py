@@ -11,7 +11,7 @@ d (a few dozen units of the dtype's precision) and takes the second difference f
 The slope cancels; what stays is the rounding noise of three evaluations that round on their own, as
 amplified by the point (an ill-conditioned eigenproblem, a cancellation). A comparison that fails at the fixed tolerance is tried again with
 :data:`FACTOR` times that spread added to its atol; only then does it fail. Measured on correct and
-planted code (README, **Two computations of the same value**): correct pairs differ by at most about
+planted code (docs/checks.md, **Two computations of the same value**): correct pairs differ by at most about
 2x their spread, while a wrong batching rule, a dropped term or a stride bug differs by 1e5x or more
 wherever the point is not itself ill-conditioned.
 """

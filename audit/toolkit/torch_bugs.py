@@ -57,7 +57,7 @@ COMPILE_MARK_DIRTY = TorchBug(
     issues=("pytorch/pytorch#184113", "pytorch/pytorch#133491", "pytorch/pytorch#180642"),
     seen="2.13.0 (fixed upstream by pytorch/pytorch#184267)")
 
-#: Every bug above, for the README and for reports that list them.
+#: Every bug above, for the docs (docs/checks.md) and for reports that list them.
 KNOWN = (CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, COMPILE_MARK_DIRTY)
 
 
