@@ -25,6 +25,11 @@ from audit.runtime.reaper import end_group
 from audit.runtime.triton import WANTED as TRITON_WANTED
 
 LOADING = "loading the target"
+#: The thread pools of the numerical libraries a target may use (OpenMP, MKL, OpenBLAS, numba), one thread each in
+#: a worker unless the user set them: with several workers, pools sized to the machine oversubscribe its cores (a
+#: numba-parallel soft-DTW's unclaimed gradgradcheck took 28 s at -j 2 beside other workers, 0.8 s alone: its
+#: 30 s budget then decides), and a parallel reduction's rounding would depend on the machine's core count.
+THREAD_POOLS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
 MAX_RESTARTS = 3
 
 
@@ -64,7 +69,8 @@ def _worker_env(options: RunOptions) -> dict:
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    env.setdefault("OMP_NUM_THREADS", "1")
+    for threads in THREAD_POOLS:  # one thread each, as torch's own (worker.main): see THREAD_POOLS
+        env.setdefault(threads, "1")
     if options.triton_interpret:
         env[TRITON_WANTED] = "interpret"
     return env
