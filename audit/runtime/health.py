@@ -226,8 +226,8 @@ def stray_fork_guard() -> None:
 def forked_strays() -> list[int]:
     """The pids of the forked copies that reached the guard since :func:`own` (each collected, so that none
     lingers as a zombie)."""
-    if len(_STRAYS) < 2:
-        return list(_STRAYS[2:])
+    if not _STRAYS:  # no cell has run in this process
+        return []
     data = b""
     while True:
         try:
