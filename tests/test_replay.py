@@ -35,18 +35,22 @@ FIXTURES = tuple(sorted(p.stem for p in (Path(__file__).parent / "fixtures").glo
 
 
 @pytest.fixture(scope="module")
-def replayed(tmp_path_factory) -> dict:
-    """Row id -> (outcome, bug replay, twin replay, bug script result, twin script result)."""
+def replayed(request, tmp_path_factory) -> dict:
+    """Row id -> (outcome, bug replay, twin replay, bug script result, twin script result), for the rows this
+    session runs (``-k forward`` observes and replays the forward rows only)."""
     folder = tmp_path_factory.mktemp("replay")
-    found = {row.id: _observe(folder, row) for row in ROWS}
+    chosen = {item.callspec.params["row"].id for item in request.session.items
+              if hasattr(item, "callspec") and "row" in item.callspec.params}
+    selected = [row for row in ROWS if row.id in chosen]
+    found = {row.id: _observe(folder, row) for row in selected}
     scripts = {}
-    for row in ROWS:
+    for row in selected:
         outcome = found[row.id][0]
         if outcome.script:
             scripts[(row.id, "bug")] = outcome.script
             scripts[(row.id, "twin")] = swap(outcome.script, row)
     results = run_scripts(folder, scripts)
-    return {row.id: (*found[row.id], results.get((row.id, "bug")), results.get((row.id, "twin"))) for row in ROWS}
+    return {row.id: (*found[row.id], results.get((row.id, "bug")), results.get((row.id, "twin"))) for row in selected}
 
 
 def _observe(folder: Path, row: Planted):

@@ -1,6 +1,6 @@
 """Every built-in check's declaration, apart from its code: the table ``audit list``, the plan and the
-reports read without importing torch. A check's module adds only its code (``run``, ``script``, ``model_script``,
-``script_values``) with :func:`declared`; its contract, claims, dtypes and drawing options live here.
+reports read without importing torch. A check's module adds only its code (``run``, ``replay``, ``model_replay``,
+``replay_helpers``, ``script_values``) with :func:`declared`; its contract, claims, dtypes and drawing options live here.
 """
 
 from __future__ import annotations
@@ -330,6 +330,8 @@ def _in_contract_order(checks) -> dict[str, Check]:
 CATALOG: dict[str, Check] = _in_contract_order(_DECLARATIONS)
 
 
-def declared(name: str, *, run, script: str = "", model_script: str = "", script_values=None) -> Check:
+def declared(name: str, *, run, replay=None, model_replay=None, replay_helpers: tuple = (), script_values=None,
+             script="", model_script="") -> Check:  # TODO(issue 30): script, model_script go once every check replays
     """The built-in check ``name``: its declaration here, with its code from its module."""
-    return replace(CATALOG[name], run=run, script=script, model_script=model_script, script_values=script_values)
+    return replace(CATALOG[name], run=run, replay=replay, model_replay=model_replay, replay_helpers=replay_helpers,
+                   script_values=script_values)

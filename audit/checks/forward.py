@@ -4,79 +4,60 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import reference, smoothness
+from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.contract import widest_of
-from audit.toolkit import rounding
+from audit.kit import defined_only, floating, largest_value, outputs_of, rounded_mismatches, widened
 from audit.toolkit.jacobian import wrap
-from audit.toolkit.tensors import dense, floating, grad_inputs, outputs_of
+from audit.toolkit.tensors import grad_inputs
+
+
+def forward(fn, ref, args, *, tol, dtype, observe=None) -> list:
+    """The outputs, against the reference's computed in float64 (complex128 for complex) and cast to the outputs'
+    dtype in a low-precision cell, within ``tol`` (float16, bfloat16: at the scale of the largest value the float64
+    computation passes through, where that is larger); without a reference, finite wherever the inputs are.
+    Where the reference is NaN or inf and the target finite, nothing is compared (``observe`` is told)."""
+    with torch.no_grad():
+        outputs = outputs_of(fn(*args))
+    if ref is None:
+        return not_finite(outputs, args)
+    with torch.no_grad():
+        expected = outputs_of(ref(*widened(args)))
+    if dtype not in (torch.float64, torch.complex128):  # a float64 cell compares in float64, whatever the output's
+        expected = [e.to(o.dtype) for o, e in zip(outputs, expected)]
+    expected = defined_only(outputs, expected, observe, "output")
+
+    def magnitude():
+        with torch.no_grad():
+            return largest_value(lambda: fn(*widened(args)))
+
+    return rounded_mismatches("output", outputs, expected, tol, magnitude)
+
+
+def not_finite(outputs, args) -> list:
+    """A line for the first output that is not finite everywhere, unless an input is empty (a reduction over
+    nothing may be infinite by definition: logsumexp of [] is -inf)."""
+    if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
+        return []
+    for i, out in enumerate(o.to_dense() if o.layout != torch.strided else o for o in outputs):
+        if floating(out) and not torch.isfinite(out).all():
+            index = tuple(int(k) for k in (~torch.isfinite(out)).nonzero()[0])
+            return [f"output {i} is not finite at index {index} ({out[index].item()}) "
+                    "although every input is finite and inside its domain"]
+    return []
 
 
 def run(subject, case) -> None:
-    """Outputs match the reference (computed in float64) within the dtype's tolerance."""
-    args = subject.args(case)
-    with torch.no_grad():
-        outputs = outputs_of(subject.call(args))
-    if subject.target.reference is None or not subject.reference_draws_alike(case):
-        _finite(outputs, args)
+    """:func:`forward`; a mismatch at a point where the target jumps (no unique value) is excused."""
+    found = replayable.problems(CHECK, subject, case, observe=replayable.observer(subject, case, "forward (against "
+                                                                                  "the reference)"))
+    if not found:
         return
-    with torch.no_grad(), reference.blamed():
-        expected = outputs_of(subject.evaluate_reference(*subject.args(case, widest_of(subject.dtype))))
-    tight = subject.dtype == widest_of(subject.dtype)
-    widest = lambda: subject.args(case, widest_of(subject.dtype))  # noqa: E731 - built only if measured
-    expected = [e.to(o.dtype) if not tight else e for o, e in zip(outputs, expected)]
-    expected = reference.outputs_defined(subject, case, "forward (against the reference)", outputs, expected)
-    try:
-        rounding.compare_rounded("output", outputs, expected,
-                                 subject.tolerance(tight=tight), lambda: rounding.largest_value(lambda: _call(subject, widest())))
-    except Violation:
-        if not smoothness.excused_anywhere(subject, "forward (against the reference)", case, wrap(subject, args),
-                                           grad_inputs(args), values=True):
-            raise
+    args = subject.args(case)
+    if replayable.compared_reference(subject, case) is not None and smoothness.excused_anywhere(
+            subject, "forward (against the reference)", case, wrap(subject, args), grad_inputs(args), values=True):
+        return
+    raise Violation(found[0])
 
 
-def _call(subject, args):
-    with torch.no_grad():
-        return subject.call(args)
-
-
-def _finite(outputs, args) -> None:
-    if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
-        return  # reductions over nothing may be infinite by definition (logsumexp of [] is -inf)
-    for i, out in enumerate(dense(o) for o in outputs):  # a sparse output: its values, zeros elsewhere
-        if floating(out) and not torch.isfinite(out).all():
-            index = tuple(int(k) for k in (~torch.isfinite(out)).nonzero()[0])
-            raise Violation(f"output {i} is not finite at index {index} ({out[index].item()}) "
-                            "although every input is finite and inside its domain")
-
-
-CHECK = declared(
-    "forward",
-    run=run,
-    script="""\
-with torch.no_grad():
-    out = fn(*args)
-outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o)]
-failed = False
-if ref is not None:  # against the reference, computed in float64 (complex128 for complex)
-    with torch.no_grad():
-        expected = ref(*[wide(a.detach()) if torch.is_tensor(a) and floating(a) else a for a in args])
-    exps = [e for e in (expected if isinstance(expected, (tuple, list)) else (expected,)) if torch.is_tensor(e)]
-    # float16, bfloat16: scale applies to the largest value the target passes through in float64
-    magnitude = largest_value(lambda: fn(*[wide(a.detach()) if torch.is_tensor(a) and floating(a) else a
-                                     for a in args])) if scale else 0.0
-    if dtype not in (torch.float64, torch.complex128):  # a float64 cell compares in float64, whatever the output's dtype
-        exps = [e.to(o.dtype) for o, e in zip(outs, exps)]
-    exps = defined_only(outs, exps)  # where the reference is NaN or inf and the target finite: not compared
-    failed = differs("output", outs, exps, magnitude=magnitude)
-elif not any(torch.is_tensor(a) and a.numel() == 0 for a in args):  # finite inputs, finite outputs
-    for i, o in enumerate(outs):
-        o = o.to_dense() if o.layout != torch.strided else o  # a sparse output: its values, zeros elsewhere
-        if floating(o) and not torch.isfinite(o).all():
-            print(f"output {i} is not finite:", o)
-            failed = True
-print("FAILS" if failed else "holds")
-sys.exit(1 if failed else 0)
-""",
-)
+CHECK = declared("forward", run=run, replay=forward, replay_helpers=(not_finite,))

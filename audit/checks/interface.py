@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from audit.contract import NUMERIC_PREFERENCE
+from audit.kit import Tol
 from audit.registry.model import Entry
 from audit.toolkit.violation import NotApplicable, Violation
 
@@ -36,10 +37,10 @@ def claimed_dtypes(entry: Entry) -> tuple[str, ...]:
 
 
 def tolerance_values(subject, case) -> dict:
-    """``script_values`` for a check that compares at the entry's tolerance (``subject.tolerance()``): the
-    script's ``atol, rtol``, which otherwise state the float64-tight comparison."""
+    """``script_values`` for a check that compares at the entry's tolerance (``subject.tolerance()``), in place of
+    the float64-tight one the property's ``tol`` otherwise is."""
     tol = subject.tolerance()
-    return {"atol": tol.atol, "rtol": tol.rtol, "scale": tol.scale}
+    return {"tol": Tol(tol.atol, tol.rtol, tol.scale)}
 
 
 #: The kinds a check runs on unless it says otherwise: everything called with drawn tensors.
@@ -57,11 +58,14 @@ class Check:
     narrows the claim per dtype (for checks that also probe unclaimed dtypes). ``empty`` draws
     cases with a zero-sized dim; ``layouts`` draws a memory layout for every tensor input (``"mixed"``:
     contiguous too); ``batched`` draws a vmap batch position per tensor input; ``min_batch`` draws the
-    entry's ``batch`` dim at least that large. ``script`` is the plain-torch body of the replay script (names: ``fn``, ``ref``, ``args``, ``atol``, ``rtol``;
-    see :mod:`audit.engine.script`), ``model_script`` its body for a ``model`` entry;
-    ``script_values(subject, case)`` gives it any further constant the property used (a name -> a value
-    with a Python literal ``repr``, or a :class:`Case`, or a list of cases, written as argument lists), such
-    as gradcheck's options, so that the script runs the same property.
+    entry's ``batch`` dim at least that large. ``replay`` is the property as one function of the replay kit's shape (:mod:`audit.kit`):
+    ``property(fn, ref, args, **values) -> list[str]``, [] when it holds, plain torch and kit names only, so that a
+    replay script carries its source and calls it as the check does (:mod:`audit.checks.replayable`); ``run`` calls it
+    through :func:`audit.checks.replayable.hold`. ``model_replay`` is its twin for a ``model`` entry, and
+    ``replay_helpers`` the check's own plain-torch functions they call. ``script_values(subject, case)`` gives the
+    property's further keyword values (a name -> a value with a Python literal ``repr``, or a :class:`Case`, or a
+    list of cases, given as argument lists), such as gradcheck's options. A check without ``replay`` (a local one
+    may have none) gets a script that calls the target on the case and prints what it returns.
     ``kinds`` are the entry kinds it has cells for (models have their own training checks).
     ``not_for_sparse``: why the property cannot be checked when an input is sparse (``layout: sparse_coo`` or
     ``sparse_csr``); such a cell is a ``skip`` saying so. Empty: the check runs on sparse inputs too.
@@ -90,8 +94,9 @@ class Check:
     batched: bool = False
     min_batch: int = 0
     kinds: tuple[str, ...] = OPERATOR_KINDS
-    script: str = ""
-    model_script: str = ""
+    replay: Callable | None = None
+    model_replay: Callable | None = None
+    replay_helpers: tuple[Callable, ...] = ()
     script_values: Callable | None = None
     not_for_sparse: str = ""
     version: int = 1

@@ -19,6 +19,7 @@ from torch.autograd.gradcheck import GradcheckError
 from audit.checks import smoothness
 from audit.errors import first_line
 from audit.frames import user_site
+from audit.kit import defined_only, undefined_where
 from audit.toolkit.jacobian import explain_gradcheck_failure, gradcheck_options, wrap
 from audit.toolkit.tensors import dense, grad_inputs, wide
 from audit.toolkit.violation import Violation
@@ -44,27 +45,6 @@ def blamed():
 
 
 _ADVICE = " (the entry's `reference`, not the target: fix the reference, or narrow `domain`)"
-
-
-def undefined_where(got, expected):  # plain torch and a docstring only: replay scripts embed its source
-    """Where ``expected`` (the reference's) is NaN or inf and ``got`` (the target's) is finite, as a bool tensor
-    (a 0-d False where the shapes differ: that mismatch is the comparison's to report)."""
-    got, expected = (t.to_dense() if t.layout != torch.strided else t for t in (got, expected))
-    if got.shape != expected.shape:
-        return torch.zeros((), dtype=torch.bool)
-    return ~torch.isfinite(expected.detach().cpu()) & torch.isfinite(got.detach().cpu())
-
-
-def defined_only(got, expected):  # plain torch: replay scripts embed its source
-    """``expected`` with ``got``'s element wherever the reference is undefined (:func:`undefined_where`): an
-    inconclusive comparison there, so none is made."""
-    kept = []
-    for g, e in zip(got, expected):
-        mask = undefined_where(g, e)
-        if mask.any():
-            e = torch.where(mask.to(e.device), g.detach().to_dense().to(e.dtype), e.to_dense())
-        kept.append(e)
-    return kept
 
 
 def outputs_defined(subject, case, check: str, outputs, expected) -> list[torch.Tensor]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from audit.checks import replayable
 from audit.engine.explore import Damaged, explore
 from audit.engine.script import replay_script
 from audit.inputs.special import special_for
@@ -115,8 +116,8 @@ def _failure(entry, check, key: CellKey, options: RunOptions, subject: Subject, 
     """One failure as the outcome carries it: its message with where it showed, its case, its replay script."""
     script = replay_script(entry, check, found.case, dtype=key.dtype, device=key.device, seed=options.seed,
                            message=found.message, base=str(Path(options.base).resolve()),
-                           tolerance=subject.tolerance(tight=True), rng_seed=subject.seed,
-                           values=check.script_values(subject, found.case) if check.script_values else {})
+                           values=replayable.values(check, subject, found.case),
+                           reference=replayable.compared_reference(subject, found.case) is not None)
     where = f"; on {found.case.describe()}" if found.case.args else ""
     return Failure(f"{found.message}{where}", found.case.to_json(), script)
 

@@ -9,7 +9,7 @@ import torch
 
 from audit.contract import real_counterpart
 from audit.registry.model import Tolerance
-from audit.toolkit.tensors import _number, dense, filled, floating, grad_inputs, grad_outputs, outputs_of, wide
+from audit.toolkit.tensors import dense, filled, floating, grad_inputs, grad_outputs, number, outputs_of, wide
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
 SLOW_MODE_LIMIT = 1024
@@ -128,7 +128,7 @@ def _non_finite(got: float, want: float, where: str, a: torch.Tensor, n: torch.T
     count = int((~torch.isfinite(block)).sum())
     hint = ("" if side == "analytic" else
             ": the function is not finite within eps of this point (a domain edge?); narrow `domain`")
-    return (f"{side} {_number(value)} at {where}; {other} {_number(other_value)} ({count} of {block.numel()} "
+    return (f"{side} {number(value)} at {where}; {other} {number(other_value)} ({count} of {block.numel()} "
             f"{side} elements of this block are not finite){hint}")
 
 

@@ -13,44 +13,17 @@ from __future__ import annotations
 
 from typing import Callable
 
-import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-
+from audit.kit import Largest, largest_value, rounded_mismatches
 from audit.registry.model import Tolerance
-from audit.toolkit.tensors import compare_all
 from audit.toolkit.violation import Violation
 
 
-class Largest(TorchDispatchMode):
-    """Records the largest finite |value| among the floating tensors every operation takes and returns."""
-
-    def __init__(self):
-        super().__init__()
-        self.largest = 0.0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for value in (*args, *(kwargs or {}).values(), *(out if isinstance(out, (tuple, list)) else (out,))):
-            if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
-                finite = value.detach().abs().nan_to_num(nan=0.0, posinf=0.0)
-                self.largest = max(self.largest, float(finite.max()))
-        return out
-
-
-def largest_value(run) -> float:  # no annotation that needs an import: replay scripts copy this source
-    """The largest finite |value| any operation took or produced while ``run()`` ran (forward and backward)."""
-    with Largest() as mode:
-        run()
-    return mode.largest
-
-
 def compare_rounded(label: str, got, expected, tol: Tolerance, run: Callable[[], float]) -> None:
-    """:func:`compare_all`; when it fails with a ``scale`` term (float16, bfloat16), again with that term
-    applied to ``run()``, the largest value the float64 computation passes through (see the module)."""
-    try:
-        compare_all(label, got, expected, tol)
-    except Violation:
-        if not tol.scale:
-            raise
-        compare_all(label, got, expected, tol, magnitude=run())
+    """A :class:`Violation` naming the first of ``got`` not close to ``expected``, judged by
+    :func:`audit.kit.rounded_mismatches` (see the module)."""
+    found = rounded_mismatches(label, got, expected, tol, run)
+    if found:
+        raise Violation(found[0])
 
+
+__all__ = ["Largest", "compare_rounded", "largest_value"]

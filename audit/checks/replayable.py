@@ -1,0 +1,93 @@
+"""A check's property, called by the audit exactly as its replay script calls it.
+
+A check that declares ``replay`` (a function of :mod:`audit.kit`'s shape, ``property(fn, ref, args, **values) ->
+list[str]``) runs it through :func:`problems`: ``fn`` is the target as every check calls it, ``ref`` the reference
+(None when there is none, or when it draws its random numbers otherwise than the target), ``args`` the case's
+arguments, and ``values`` :func:`values` of the cell and case, of which the property receives the names its
+signature asks for. The replay script (:mod:`audit.engine.script`) writes the same values as literals, the same
+function's source, and calls it once: the check and its script cannot disagree on what they compute.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+from audit.checks import reference
+from audit.inputs.case import Case
+from audit.kit import Tol
+from audit.toolkit.violation import Violation
+
+
+def values(check, subject, case: Case) -> dict:
+    """Every value a property may ask for on ``case``: the standard ones (below), then the check's own
+    (``check.script_values``), a :class:`Case` among them standing for its argument list.
+
+    Standard: ``seed`` (the cell's: cotangents are drawn from it), ``tol`` (the float64-tight tolerance of the
+    dtype, an :class:`audit.kit.Tol`), ``dtype`` and ``device`` (the cell's, a torch dtype and a string),
+    ``kind``, ``mutates`` and ``views`` (what the registry says of the entry), ``in_dims`` (the case's vmap
+    batch positions, or None) and ``batch_axes`` (argument -> the axis of the entry's batch dim)."""
+    tight = subject.tolerance(tight=True)
+    entry = subject.entry
+    found = {"seed": subject.seed, "tol": Tol(tight.atol, tight.rtol, tight.scale),
+             "dtype": getattr(torch, subject.dtype), "device": subject.device, "kind": getattr(entry.kind, "value", entry.kind),
+             "mutates": list(entry.mutates), "views": list(entry.views),
+             "in_dims": list(case.in_dims) if case.in_dims else None, "batch_axes": batch_axes(entry)}
+    return {**found, **(check.script_values(subject, case) if check.script_values else {})}
+
+
+def batch_axes(entry) -> dict:
+    """Argument index -> the axis of the entry's batch dim in that argument's shape ({} without one)."""
+    if not entry.batch:
+        return {}
+    return {i: spec.shape.index(entry.batch) for i, spec in entry.tensor_inputs if entry.batch in spec.shape}
+
+
+def compared_reference(subject, case: Case):
+    """The reference as a property receives it: the entry's, guarded like the target, what it raises named as the
+    reference's (:func:`audit.checks.reference.blamed`); None where there is none or where it draws otherwise than
+    the target (``subject.reference_draws_alike``)."""
+    if subject.target.reference is None or not subject.reference_draws_alike(case):
+        return None
+
+    def ref(*args):
+        with reference.blamed():
+            return subject.evaluate_reference(*args)
+
+    return ref
+
+
+def observer(subject, case: Case, check: str, verdict: str = "not compared there"):
+    """An ``observe`` for the kit's :func:`~audit.kit.defined_only`: counts the example in the cell's
+    ``metrics.reference_undefined`` (:func:`audit.checks.reference.note`)."""
+    return lambda label, got, expected, masks: reference.note(subject, case, check, label, got, expected, masks,
+                                                              verdict)
+
+
+def accepted(prop, found: dict) -> dict:
+    """The values ``prop``'s signature names (a ``**`` parameter takes them all)."""
+    parameters = inspect.signature(prop).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return dict(found)
+    return {name: value for name, value in found.items() if name in parameters}
+
+
+def problems(check, subject, case: Case, *, observe=None) -> list[str]:
+    """What ``check.replay`` finds on ``case`` ([] when it holds), called as its replay script calls it, on the
+    target, :func:`compared_reference` and fresh arguments. ``observe`` (see :func:`observer`) only watches: the
+    script has none, and nothing it does changes what is found."""
+    found = values(check, subject, case)
+    found = {name: subject.args(v) if isinstance(v, Case) else [subject.args(c) for c in v]
+             if isinstance(v, list) and v and all(isinstance(c, Case) for c in v) else v for name, v in found.items()}
+    if observe is not None:
+        found["observe"] = observe
+    return check.replay(subject.evaluate, compared_reference(subject, case), subject.args(case),
+                        **accepted(check.replay, found))
+
+
+def hold(check, subject, case: Case, *, observe=None) -> None:
+    """A :class:`Violation` with the first of :func:`problems`, if any."""
+    found = problems(check, subject, case, observe=observe)
+    if found:
+        raise Violation(found[0])

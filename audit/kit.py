@@ -1,0 +1,443 @@
+"""The replay kit: every helper a check's property and its replay script use, in plain torch.
+
+One module, importing nothing but torch (and the standard library), so that a replay script can carry its
+whole source (:func:`audit.engine.script.replay_script` embeds it with ``inspect.getsource``) and still need
+nothing but torch and the target's package. The audit's checks call these same functions: what a script
+prints is what the cell found, computed by the same code. A check's property is one function of this shape::
+
+    def property(fn, ref, args, *, seed, atol, rtol, scale, ...) -> list[str]   # [] when it holds
+
+where ``fn`` is the target called as the audit calls it (:func:`guarded`), ``ref`` the reference (or None) and
+``args`` the case's arguments. Keep this module free of any import from ``audit``: a test holds it to that.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+# -- tensors -----------------------------------------------------------------------------------------------------
+
+def outputs_of(result) -> list:
+    """The tensors a call returned, in order (a tensor, or the tensors of a tuple or list)."""
+    if isinstance(result, torch.Tensor):
+        return [result]
+    if isinstance(result, (tuple, list)):
+        return [r for r in result if isinstance(r, torch.Tensor)]
+    return []
+
+
+def detached(args) -> list:
+    """``args`` with every tensor detached (other values as they are)."""
+    return [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def floating(tensor) -> bool:
+    """Whether autograd differentiates ``tensor``'s dtype: real floating or complex."""
+    return tensor.is_floating_point() or tensor.is_complex()
+
+
+def widest(tensor):
+    """The dtype to compare ``tensor`` in: complex128 for a complex one, else float64."""
+    return torch.complex128 if tensor.is_complex() else torch.float64
+
+
+def wide(tensor):
+    """``tensor`` in float64, or in complex128 if complex: where comparisons are made."""
+    return tensor.to(widest(tensor))
+
+
+def widened(args) -> list:
+    """``args`` with every floating tensor detached and in its comparison dtype: how a reference is called."""
+    return [wide(a.detach()) if isinstance(a, torch.Tensor) and floating(a) else a for a in args]
+
+
+def dense(x):
+    """``x`` as a strided tensor: a sparse one with zeros where it specifies nothing, a dense one as it is."""
+    return x if x.layout == torch.strided else x.to_dense()
+
+
+def differentiable(tensors) -> list:
+    """The floating (or complex) tensors that take part in autograd."""
+    return [t for t in tensors if floating(t) and t.requires_grad]
+
+
+def grad_inputs(args) -> list:
+    """The arguments a gradient is taken with respect to."""
+    return [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+
+
+def grad_outputs(outputs, seed: int) -> list:
+    """Deterministic random cotangents, one per output, in each output's dtype and device: drawn from ``seed`` in
+    float64, in complex128 for a complex output (a real cotangent would leave its imaginary part unexamined)."""
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(o.shape, generator=generator, dtype=widest(o)).to(o.dtype).to(o.device) for o in outputs]
+
+
+def filled(grads, inputs) -> list:
+    """Gradients with each ``None`` (input unused) replaced by zeros of the input's shape."""
+    return [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
+
+
+def gradients(outputs, args, seed: int) -> list:
+    """Gradients of <differentiable outputs, random cotangents> for each argument that requires grad (zeros where
+    unused); empty when nothing is differentiable."""
+    inputs, chosen = grad_inputs(args), differentiable(outputs)
+    if not (inputs and chosen):
+        return []
+    return filled(torch.autograd.grad(chosen, inputs, grad_outputs(chosen, seed), allow_unused=True), inputs)
+
+
+def fresh(args) -> list:
+    """New leaves with the values of ``args`` (requires_grad kept), so that a target writing its arguments cannot
+    change the next call; a transposed layout is kept, a strided or offset one not."""
+    return [a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def laid_out(x, layout: str):
+    """The same values in the named memory layout (transposed, strided, offset, channels_last), a leaf requiring
+    grad as ``x`` does; never stride 0. "contiguous", or a layout the shape cannot take, keeps ``x``'s."""
+    grad = x.requires_grad
+    x = x.detach()
+    shape = tuple(x.shape)
+    if layout == "transposed" and len(shape) >= 2:
+        dims = list(reversed(range(len(shape))))
+        y = torch.empty(shape[::-1], dtype=x.dtype, device=x.device).permute(*dims)
+    elif layout == "strided" and shape:
+        y = torch.empty(shape[:-1] + (2 * shape[-1],), dtype=x.dtype, device=x.device)[..., ::2]
+    elif layout == "offset":
+        y = torch.empty(x.numel() + 3, dtype=x.dtype, device=x.device)[3:].view(shape)
+    elif layout == "channels_last" and len(shape) == 4:
+        y = torch.empty(shape, dtype=x.dtype, device=x.device).contiguous(memory_format=torch.channels_last)
+    else:
+        return x.requires_grad_(grad)
+    with torch.no_grad():
+        y.copy_(x)
+    return y.requires_grad_(grad)
+
+
+def cotangents_laid_out(cotangents, layout: str) -> list:
+    """Cotangents in the layout a check hands to backward: "expanded" (stride 0: one value broadcast), "expanded
+    values" (that value, dense), or a memory layout (a 1-d one offset: it cannot be transposed)."""
+    if layout in ("expanded", "expanded values"):
+        found = [c.reshape(-1)[:1].expand(c.shape) if c.numel() and c.dim() else c for c in cotangents]
+        return [c.contiguous() for c in found] if layout == "expanded values" else found
+    return [laid_out(c, layout if c.dim() >= (2 if layout == "transposed" else 1) else "offset") for c in cotangents]
+
+
+def grads(f, args, seed: int, layout: str | None = None):
+    """Floating outputs of ``f(*args)`` (detached) and the gradients of <outputs, cotangents drawn from ``seed``> for
+    the arguments that require grad (zeros where unused); ``layout`` lays the cotangents out
+    (:func:`cotangents_laid_out`)."""
+    outs = [o for o in outputs_of(f(*args)) if floating(o)]
+    live = differentiable(outs)
+    cots = grad_outputs(live, seed)
+    if layout is not None:
+        cots = cotangents_laid_out(cots, layout)
+    inputs = grad_inputs(args)
+    found = torch.autograd.grad(live, inputs, cots, allow_unused=True) if live and inputs else []
+    return [o.detach() for o in outs], filled(found, inputs)
+
+
+# -- calls -------------------------------------------------------------------------------------------------------
+
+def guarded(f, mutates=(), seed=None):
+    """``f`` called as the audit calls a target: each leaf tensor at a ``mutates`` position replaced by its clone
+    (the audit's tensors are never written), and, with a ``seed``, torch's generator reset to it first."""
+    def call(*args):
+        args = [a.clone() if i in mutates and isinstance(a, torch.Tensor) and a.is_leaf else a
+                for i, a in enumerate(args)]
+        if seed is not None:
+            torch.manual_seed(seed)
+        return f(*args)
+    return call
+
+
+# -- comparison --------------------------------------------------------------------------------------------------
+
+def mismatch(got, expected, tol, magnitude: float = 0.0) -> str | None:
+    """Why ``got`` is not close to ``expected`` (largest error and where), or None when it is; sparse tensors
+    compare by their dense values. ``tol`` has ``atol``, ``rtol`` and ``scale``: the allowance is
+    atol + scale·max(max|expected|, magnitude) + rtol·|expected| (``magnitude``: the largest value the computation
+    passed through, :func:`largest_value`, where measured)."""
+    got, expected = dense(got), dense(expected)
+    if got.shape != expected.shape:
+        return f"shape {list(got.shape)} != expected {list(expected.shape)}"
+    if got.numel() == 0:
+        return None
+    kind = torch.complex128 if got.is_complex() or expected.is_complex() else torch.float64
+    got64, exp64 = got.detach().to(kind).cpu(), expected.detach().to(kind).cpu()  # complex: |difference| is the modulus
+    if within(got64, exp64, tol, magnitude):
+        return None
+    nan_mismatch = torch.isnan(got64) != torch.isnan(exp64)
+    if nan_mismatch.any():
+        return _nan_mismatch(got64, exp64, nan_mismatch, got.shape)
+    same = (torch.isnan(got64) & torch.isnan(exp64)) | (got64 == exp64)  # equal infinities are equal
+    error = (got64 - exp64).abs().masked_fill(same, 0.0).nan_to_num(nan=float("inf"))
+    size = exp64.abs().nan_to_num(nan=0.0, posinf=0.0)
+    own = size.max().item() if tol.scale else 0.0
+    floor = tol.atol + tol.scale * max(own, magnitude)
+    excess = (error - (floor + tol.rtol * size)).masked_fill(same, -1.0)
+    if not (excess > 0).any():
+        return None
+    flat = excess.reshape(-1).argmax()
+    return (f"max |got - expected| = {error.reshape(-1)[flat].item():.3g} at index {_index(excess, got.shape)} "
+            f"(got {got64.reshape(-1)[flat].item():.6g}, expected {exp64.reshape(-1)[flat].item():.6g}); "
+            f"allowed {_allowance(tol, floor, magnitude > own)} + rtol {tol.rtol:g}·|expected|")
+
+
+def within(got64, exp64, tol, magnitude: float = 0.0) -> bool:
+    """The common case of :func:`mismatch` in a few operations: every element within its allowance and every
+    expected value finite. False sends the comparison the full way, which treats NaN and infinities (equal ones
+    are equal, one-sided NaN is named) and says where the largest error is; it never turns a failure into a
+    pass, since its allowance is the same and a finite expected tensor is all it accepts."""
+    size = exp64.abs()
+    largest = size.max().item()
+    if not math.isfinite(largest):
+        return False
+    allowed = tol.atol + tol.scale * max(largest if tol.scale else 0.0, magnitude) + tol.rtol * size
+    return bool(((got64 - exp64).abs() <= allowed).all())
+
+
+def _allowance(tol, floor: float, of_run: bool) -> str:
+    """The absolute part of the allowance, with its scale term when there is one."""
+    if not tol.scale:
+        return f"atol {tol.atol:g}"
+    of = "the largest value computed in float64" if of_run else "max|expected|"
+    return f"atol {tol.atol:g} + scale {tol.scale:g}·{of} (= {floor:.3g})"
+
+
+def _nan_mismatch(got64, exp64, where, shape) -> str:
+    """Which side is NaN where the other is not, at the first such element, and how many there are."""
+    flat = int(where.reshape(-1).int().argmax())
+    got_value, expected_value = (number(t.reshape(-1)[flat].item()) for t in (got64, exp64))
+    return (f"got {got_value} where expected {expected_value} at index {_index(where.int(), shape)} "
+            f"(NaN on one side only in {int(where.sum())} of {where.numel()} elements)")
+
+
+def number(value) -> str:
+    """A float as a message shows it: NaN, or 6 significant digits."""
+    return "NaN" if value != value else f"{value:.6g}"
+
+
+def _index(scores, shape) -> tuple:
+    flat = int(scores.reshape(-1).argmax())
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(shape))) if shape else ()
+
+
+def mismatches(label: str, got, expected, tol, magnitude: float = 0.0) -> list:
+    """One line per tensor of ``got`` not close to ``expected`` ("<label> <i>: <why>"), or for a count that
+    differs; [] when all are close (``magnitude``: see :func:`mismatch`)."""
+    if len(got) != len(expected):
+        return [f"{label}: {len(got)} tensors, expected {len(expected)}"]
+    found = [(i, mismatch(g, e, tol, magnitude)) for i, (g, e) in enumerate(zip(got, expected))]
+    return [f"{label} {i}: {problem}" for i, problem in found if problem]
+
+
+class Tol:
+    """An allowance (``atol + scale·max|expected| + rtol·|expected|``) where a script has no registry Tolerance."""
+
+    def __init__(self, atol: float, rtol: float, scale: float = 0.0):
+        self.atol, self.rtol, self.scale = atol, rtol, scale
+
+    def __repr__(self) -> str:
+        return f"Tol({self.atol!r}, {self.rtol!r}, {self.scale!r})"
+
+
+# -- low precision: the largest value a computation passes through ------------------------------------------------
+
+class Largest(TorchDispatchMode):
+    """Records the largest finite |value| among the floating tensors every operation takes and returns."""
+
+    def __init__(self):
+        super().__init__()
+        self.largest = 0.0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for value in (*args, *(kwargs or {}).values(), *(out if isinstance(out, (tuple, list)) else (out,))):
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel():
+                finite = value.detach().abs().nan_to_num(nan=0.0, posinf=0.0)
+                self.largest = max(self.largest, float(finite.max()))
+        return out
+
+
+def largest_value(run) -> float:
+    """The largest finite |value| any operation took or produced while ``run()`` ran (forward and backward)."""
+    with Largest() as mode:
+        run()
+    return mode.largest
+
+
+def rounded_mismatches(label: str, got, expected, tol, run) -> list:
+    """:func:`mismatches`; when some fail under a ``scale`` term (float16, bfloat16), again with that term applied
+    to ``run()``, the largest value the float64 computation passes through: a result that cancels to near zero
+    carries the rounding error of its operands, not its own."""
+    found = mismatches(label, got, expected, tol)
+    if found and tol.scale:
+        found = mismatches(label, got, expected, tol, magnitude=run())
+    return found
+
+
+# -- two computations of the same value: their rounding noise, measured (see audit.toolkit.noise) --------------
+
+#: How many times the measured spread two computations may differ by, beyond the fixed tolerance.
+NOISE_FACTOR = 16
+#: Seeded steps per measurement (each evaluated on both sides: 2 evaluations).
+NOISE_SAMPLES = 2
+#: A step's size in units of the dtype's eps times the input's largest magnitude: a few ulps or more of every
+#: element, so that each evaluation rounds on its own, and small enough that curvature adds nothing.
+NOISE_STEP = 64
+
+
+def spread(compute, args):
+    """For each group of tensors ``compute(args)`` returns (say outputs, then gradients), the largest second
+    difference f(x + d) - 2 f(x) + f(x - d) of any of its elements over NOISE_SAMPLES seeded steps ``d`` of up to
+    NOISE_STEP units of the dtype's eps times max|x| per element: the slope cancels, the rounding noise of three
+    evaluations at distinct points (and the amplification of an ill-conditioned point) stays."""
+    base = compute(args)
+    worst = [0.0] * len(base)
+    for sample in range(NOISE_SAMPLES):
+        up, down = compute(perturbed(args, sample, 1.0)), compute(perturbed(args, sample, -1.0))
+        for g, group in enumerate(base):
+            for a, b, c in zip(up[g], group, down[g]):
+                a, b, c = (t.to_dense() if t.layout != torch.strided else t for t in (a, b, c))
+                if a.shape == b.shape == c.shape and b.numel():
+                    second = (a.detach().double() - 2 * b.detach().double() + c.detach().double()).abs()
+                    worst[g] = max(worst[g], float(second.nan_to_num(nan=0.0, posinf=0.0).max()))
+    return worst
+
+
+def perturbed(args, sample, sign=1.0):
+    """``args`` with each floating strided tensor moved by ``sign`` times a seeded uniform step of up to
+    NOISE_STEP·eps·max|x| per element, in its own layout, a leaf requiring grad as the original does; anything
+    else as it is."""
+    generator = torch.Generator().manual_seed(sample)
+    moved = []
+    for a in args:
+        if not (torch.is_tensor(a) and (a.is_floating_point() or a.is_complex()) and a.layout == torch.strided
+                and a.numel()):
+            moved.append(a)
+            continue
+        x = a.detach().clone()  # keeps the strides of a non-contiguous input
+        size = sign * NOISE_STEP * float(x.abs().max().double().cpu()) * torch.finfo(x.dtype).eps
+        step = (torch.rand(x.shape, generator=generator, dtype=torch.float64) * 2 - 1) * size
+        with torch.no_grad():
+            x.add_(step.to(device=x.device, dtype=x.real.dtype if x.is_complex() else x.dtype))
+        moved.append(x.requires_grad_(a.requires_grad))
+    return moved
+
+
+def noisy_mismatches(label: str, got, expected, tol, measured) -> list:
+    """:func:`mismatches`; where some fail, again with NOISE_FACTOR times ``measured()`` (the group's spread, a
+    float) added to atol, each remaining line saying so."""
+    found = mismatches(label, got, expected, tol)
+    if not found or len(got) != len(expected):
+        return found
+    width = measured()
+    wider = Tol(tol.atol + NOISE_FACTOR * width, tol.rtol, tol.scale)
+    return [f"{line} (atol includes {NOISE_FACTOR}x the rounding noise measured here, {width:.3g}: the second "
+            f"difference of the results over steps of {NOISE_STEP} eps in the inputs)"
+            for line in mismatches(label, got, expected, wider)]
+
+
+# -- a reference that says nothing somewhere -----------------------------------------------------------------------
+
+def undefined_where(got, expected):
+    """Where ``expected`` (the reference's) is NaN or inf and ``got`` (the target's) is finite, as a bool tensor
+    (a 0-d False where the shapes differ: that mismatch is the comparison's to report)."""
+    got, expected = dense(got), dense(expected)
+    if got.shape != expected.shape:
+        return torch.zeros((), dtype=torch.bool)
+    return ~torch.isfinite(expected.detach().cpu()) & torch.isfinite(got.detach().cpu())
+
+
+def defined_only(got, expected, observe=None, label: str = "") -> list:
+    """``expected`` with ``got``'s element wherever the reference is undefined (:func:`undefined_where`): an
+    inconclusive comparison there, so none is made. ``observe(label, got, expected, masks)``, if given, is told
+    where that happened (the audit counts such examples in the cell's metrics)."""
+    masks = [undefined_where(g, e) for g, e in zip(got, expected)]
+    if observe is not None and any(m.any() for m in masks):
+        observe(label, got, expected, masks)
+    kept = []
+    for g, e, mask in zip(got, expected, masks):
+        if mask.any():
+            e = torch.where(mask.to(e.device), g.detach().to_dense().to(e.dtype), e.to_dense())
+        kept.append(e)
+    return kept
+
+
+# -- sparse inputs -------------------------------------------------------------------------------------------------
+
+def sparse_from(values, pattern, layout: str):
+    """The elements of ``values`` where ``pattern`` is True (explicit zeros included), as a coalesced sparse
+    tensor of ``layout`` (sparse_coo or sparse_csr), specified in row-major order."""
+    coo = torch.sparse_coo_tensor(pattern.nonzero().t(), values[pattern], values.shape, is_coalesced=True,
+                                  check_invariants=True)
+    return coo if layout == "sparse_coo" else coo.to_sparse_csr()
+
+
+def specified(x):
+    """A bool tensor of ``x``'s shape: True where sparse ``x`` specifies an element (everywhere when dense)."""
+    if x.layout == torch.strided:
+        return torch.ones(x.shape, dtype=torch.bool, device=x.device)
+    coo = x.detach().to_sparse_coo().coalesce()
+    mask = torch.zeros(x.shape, dtype=torch.bool, device=x.device)
+    mask[tuple(coo.indices())] = True
+    return mask
+
+
+def sparse_gradient_problem(index: int, x, grad) -> str:
+    """Why ``grad`` cannot be the gradient of sparse input ``x`` ("" when it can, or when ``x`` is dense): it must
+    have ``x``'s layout and no nonzero value outside ``x``'s pattern (masked semantics: the gradient lives on the
+    specified elements only, and ``x.grad`` keeps ``x``'s layout)."""
+    if x.layout == torch.strided or grad is None:
+        return ""
+    expected = str(x.layout).replace("torch.", "")
+    got = "strided (dense)" if grad.layout == torch.strided else str(grad.layout).replace("torch.", "")
+    fix = (f"return a {expected} gradient with the input's pattern, e.g. the dense gradient sampled there: "
+           "dense_grad.sparse_mask(x)")
+    if grad.layout != x.layout:
+        return f"gradient of sparse input {index} came back {got}, expected {expected} (the input's layout); {fix}"
+    outside = (grad.detach().to_dense() != 0) & ~specified(x)
+    if outside.any():
+        where = tuple(int(i) for i in outside.nonzero()[0])
+        return (f"gradient of sparse input {index} has {int(outside.sum())} nonzero value(s) outside the input's "
+                f"pattern ({int(specified(x).sum())} of {x.numel()} elements specified), e.g. at index {where}; {fix}")
+    return ""
+
+
+def sparse_gradient_problems(args, found) -> list:
+    """:func:`sparse_gradient_problem` for each input that requires grad and its gradient ``found``."""
+    problems = [sparse_gradient_problem(i, x, g) for i, (x, g) in enumerate(zip(grad_inputs(args), found))]
+    return [p for p in problems if p]
+
+
+def through_dense(f):
+    """``f`` called with each sparse argument made dense (differentiably: zeros where unspecified, and the gradient
+    that flows back is sparse, on the argument's pattern): how a reference, which may be plain dense code, is
+    called, so that its gradient is the dense gradient restricted to the pattern (masked semantics)."""
+    def call(*args, **kwargs):
+        return f(*[a.to_dense() if torch.is_tensor(a) and a.layout != torch.strided else a for a in args], **kwargs)
+    return call
+
+
+def called(fn, ref, args) -> list:
+    """The property of a check that has none to replay: the target called on the case, its result printed."""
+    print(fn(*args))
+    return []
+
+
+# -- the verdict ---------------------------------------------------------------------------------------------------
+
+def report(problems) -> int:
+    """Print each problem, then "FAILS" or "holds"; the exit code a replay script ends with (1: it fails)."""
+    for problem in problems:
+        print(problem)
+    print("FAILS" if problems else "holds")
+    sys.stdout.flush()
+    return 1 if problems else 0
