@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1] / "audit"
 
 #: Bottom first. A name is a module (``audit.contract``) or a package (``audit.registry`` and what is under it).
 LAYERS = (
-    ("audit", "audit.contract", "audit.errors", "audit.frames", "audit.io", "audit.replays"),
+    ("audit", "audit.contract", "audit.errors", "audit.frames", "audit.io", "audit.kit", "audit.replays"),
     ("audit.registry",),
     ("audit.inputs",),
     ("audit.toolkit",),

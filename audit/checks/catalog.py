@@ -255,7 +255,7 @@ _DECLARATIONS = (
                  "claimed through supports.distributed",
         claimed=lambda entry: entry.supports.distributed,
         claim="supports.distributed",
-        one_worker=True,
+        resource="ranks",
     ),
     Check(
         name="state_dict",

@@ -76,8 +76,9 @@ class Check:
     ``needs_gradient``: the property is about gradients, so a target with no output that carries one (or no input
     that requires one) gives it nothing to compare: such a cell is a ``skip`` saying so, never a ``pass``. Whatever
     the check, a target that returned no tensor at all is a ``skip`` too (:func:`audit.engine.cell.nothing_compared`).
-    ``one_worker``: the check starts a costly helper once per worker process (the distributed check's ranks), so
-    with several workers its cells all go to one of them, and the others never start it.
+    ``resource``: the name of a per-worker resource the check needs (:mod:`audit.checks.resources`, such as the
+    distributed check's ranks): the worker that holds the run's resources starts it once, and with several workers
+    the check's cells all go to that one, so the others never start it.
     Bump ``version`` whenever the check's verdicts can change.
     """
 
@@ -101,6 +102,6 @@ class Check:
     not_for_sparse: str = ""
     version: int = 1
     examples: int = 0
-    one_worker: bool = False
+    resource: str = ""
     needs_gradient: bool = False
     special: bool = False

@@ -12,7 +12,7 @@ from audit import profiles
 from audit import shard as shard_mod
 from audit import outlock
 from audit import publish
-from audit.commands.select import checks_dir, one_worker_selected, run_table, select_checks, select_entries
+from audit.commands.select import checks_dir, resources_selected, run_table, select_checks, select_entries
 from audit.contract import Exit, Status
 from audit.errors import UsageError
 from audit.io import write_atomic
@@ -54,10 +54,10 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
                              cache_size=parse_size(cache_size, "--cache-size"),
                              triton_interpret=any(e.triton == "interpret" for e in entries))
         # Workers import torch while this process plans: the two overlap. With the cache on, most runs need no
-        # worker at all, so none is started ahead. The first forks the distributed ranks when the run may have
-        # distributed cells.
+        # worker at all, so none is started ahead. The first starts the per-worker resources (the distributed
+        # check's ranks) the selected checks may need.
         workers = [] if options.cache_dir or not entries else prestart(options, min(jobs, len(entries)),
-                                                                         ranks=one_worker_selected(checks))
+                                                                         resources=resources_selected(checks))
         try:
             table = run_table(loaded)  # declarations: the parent imports no torch while the cache serves every cell
             only = select_checks(table, checks)

@@ -62,9 +62,10 @@ def select_checks(checks: dict, names) -> set | None:
     return set(names) or None
 
 
-def one_worker_selected(names) -> bool:
-    """Whether the ``--check`` names (all when none are given) include a built-in check whose cells one worker
-    holds (see :mod:`audit.engine.parts`): the distributed check, whose ranks that worker then forks at start-up."""
+def resources_selected(names) -> tuple[str, ...]:
+    """The per-worker resources (:mod:`audit.checks.resources`) the built-in checks among the ``--check`` names
+    (all when none are given) need: the worker that holds their cells starts them at start-up."""
     from audit.checks.catalog import CATALOG
+    from audit.checks.resources import needed
 
-    return any(CATALOG[name].one_worker for name in (names or CATALOG) if name in CATALOG)
+    return needed(CATALOG[name] for name in (names or CATALOG) if name in CATALOG)

@@ -1,7 +1,7 @@
 """An entry's job in parts, so that several workers share a run without each starting the same helper.
 
-A check declared ``one_worker`` (the distributed check: its pair of rank processes costs two torch imports
-to start) has its cells sent to one worker, the holder; the entry's other cells form a part any worker
+A check that needs a per-worker resource (``Check.resource``, such as the distributed check's pair of rank
+processes, which costs two torch imports to start) has its cells sent to one worker, the holder, which starts it; the entry's other cells form a part any worker
 takes. The listener still hears of whole jobs: one begin, every outcome, one end per entry.
 """
 

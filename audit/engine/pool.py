@@ -17,7 +17,6 @@ from audit.engine.memory import EXIT_OUT_OF_MEMORY
 from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready,
                                    Retiring, StartUp)
 from audit.engine.parts import Wholes, split, take
-from audit.engine.worker import RANKS
 from audit.results.outcome import Outcome, error_outcome
 from audit.runtime.channel import spawn, tail
 from audit.runtime.options import RunOptions
@@ -36,12 +35,12 @@ MAX_RESTARTS = 3
 class Worker:
     """One worker process and the two pipes to it; its stdout and stderr go to a temporary log."""
 
-    def __init__(self, options: RunOptions, ranks: bool = False):
-        """``ranks``: the worker forks the distributed check's ranks at start-up (the worker that holds the run's
-        distributed cells, see :mod:`audit.engine.parts`)."""
+    def __init__(self, options: RunOptions, resources: tuple[str, ...] = ()):
+        """``resources``: the per-worker resources the worker starts at start-up, by name (the holder of the cells of
+        the checks that need them, see :mod:`audit.engine.parts`)."""
         self.log = tempfile.TemporaryFile()
-        self.ranks = ranks
-        args = [str(options.max_memory)] + ([RANKS] if ranks else [])
+        self.resources = resources
+        args = [str(options.max_memory), *resources]
         child = spawn("audit.engine.worker", args, env=_worker_env(options), log=self.log)
         self.process, self.outbox, self.inbox = child.process, child.outbox, child.inbox
         self.environment: dict | None = None
@@ -124,24 +123,25 @@ class Assignment:
         self.starting = what
 
 
-def prestart(options: RunOptions, count: int, ranks: bool = False) -> list[Worker]:
-    """Start ``count`` workers now, so that their torch import overlaps the parent's planning; with ``ranks``,
-    the first (the one that will hold the distributed cells) forks the distributed ranks."""
-    return [Worker(options, ranks=ranks and not index) for index in range(max(0, count))]
+def prestart(options: RunOptions, count: int, resources: tuple[str, ...] = ()) -> list[Worker]:
+    """Start ``count`` workers now, so that their torch import overlaps the parent's planning; the first (the one
+    that will hold the cells of the checks that need them) starts the per-worker ``resources``."""
+    return [Worker(options, resources=() if index else resources) for index in range(max(0, count))]
 
 
 def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: list[Worker] | None = None,
-             pinned: frozenset[str] = frozenset()) -> dict:
+             pinned: frozenset[str] = frozenset(), resources: tuple[str, ...] = ()) -> dict:
     """Audit every job; ``listener`` hears each start, outcome and end of every whole job. ``started`` workers
     (from :func:`prestart`) are used first; any not needed are closed. The cells of the ``pinned`` checks all
-    run in one worker (see :mod:`audit.engine.parts`).
+    run in one worker, the holder, which starts the per-worker ``resources`` they need (see
+    :mod:`audit.engine.parts`).
 
     Returns the environment the workers reported.
     """
     slots: list[tuple[Worker, Assignment | None]] = []
     environment: dict = {}
     wanted = max(1, min(options.jobs, len(jobs)))
-    # One worker (the first slot, the holder) runs every cell of a one_worker check; with one worker, nothing
+    # One worker (the first slot, the holder) runs every cell of a check with a resource; with one worker, nothing
     # is split and each entry's cells run together, in order.
     parts = split(jobs, pinned if wanted > 1 else frozenset())
     pending, listener = deque(parts), Wholes(jobs, parts, listener)
@@ -150,8 +150,8 @@ def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: 
         extra.close()
     try:
         slots = [(w, None) for w in started[:wanted]]
-        ranks = any(key.check in pinned for job in jobs for key in job.cells)
-        slots += [(Worker(options, ranks=ranks and not index), None) for index in range(len(slots), wanted)]
+        used = resources if any(key.check in pinned for job in jobs for key in job.cells) else ()
+        slots += [(Worker(options, resources=() if index else used), None) for index in range(len(slots), wanted)]
         while pending or any(a for _, a in slots):
             slots = [_assign(w, a, pending, listener, options, holder=not index)
                      for index, (w, a) in enumerate(slots)]
@@ -256,7 +256,7 @@ def _retire(worker: Worker, assignment: Assignment, reason: str, options: RunOpt
     cell has its outcome), and give what is left of the entry to a fresh worker."""
     worker.close()
     _count_loss(assignment, listener, "was retired as damaged")
-    return _go_on(Worker(options, ranks=worker.ranks), assignment, options, listener)
+    return _go_on(Worker(options, resources=worker.resources), assignment, options, listener)
 
 
 def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOptions, listener: Listener,
@@ -272,7 +272,7 @@ def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOpt
         message = f"{cause} during {current.check} ({current.dtype}, {current.device}){where}{note}"
         _record(assignment, error_outcome(current, message), listener)
     _count_loss(assignment, listener, "died or hung")
-    return _go_on(Worker(options, ranks=worker.ranks), assignment, options, listener)
+    return _go_on(Worker(options, resources=worker.resources), assignment, options, listener)
 
 
 def _count_loss(assignment: Assignment, listener: Listener, how: str) -> None:

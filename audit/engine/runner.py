@@ -7,6 +7,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from audit.checks import resources
 from audit.contract import DEVICE_ORDER, DTYPE_ORDER
 from audit.engine.cache import Cache, audit_digest, cell_key, code_fingerprint
 from audit.engine.environment import forget as forget_environment, known as stored_environment
@@ -77,8 +78,9 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
         if not job.cells:
             collector.begin(job)
             collector.end(job, Finished(collector.served(job).digest))
-    pinned = frozenset(name for name, check in checks.items() if check.one_worker)
-    environment = _compute([job for job in left if job.cells], options, collector, workers, known, pinned)
+    pinned = frozenset(name for name, check in checks.items() if check.resource)
+    environment = _compute([job for job in left if job.cells], options, collector, workers, known, pinned,
+                           resources.needed(checks.values()))
     if cache:
         if environment != known:  # the workers saw another environment than the stored one: ask torch next time
             forget_environment(cache.folder)
@@ -90,12 +92,13 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
 
 
 def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers, known: dict | None,
-             pinned: frozenset[str]) -> dict:
-    """Run ``jobs`` in workers (none started when there are none; the ``pinned`` checks' cells in one of them);
+             pinned: frozenset[str], needed: tuple[str, ...] = ()) -> dict:
+    """Run ``jobs`` in workers (none started when there are none; the ``pinned`` checks' cells in one of them,
+    which starts the ``needed`` per-worker resources);
     the workers' environment, or with none started, this process's (``known`` when the result cache's store
     gave it)."""
     if jobs:
-        return run_jobs(jobs, options, collector, started=workers, pinned=pinned)
+        return run_jobs(jobs, options, collector, started=workers, pinned=pinned, resources=needed)
     for worker in workers or ():
         worker.close()
     return known if known is not None else local_environment()

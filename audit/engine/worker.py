@@ -1,9 +1,9 @@
 """The worker process: imports torch once, then audits the entries the parent sends, cell by cell.
 
-Run as ``python -m audit.engine.worker READ_FD WRITE_FD MAX_MEMORY [ranks]``. A crash, hang or memory
-blow-up here is the parent's to notice; the worker only reports what it starts and finishes. With ``ranks``
-(the worker that holds a run's distributed cells, see :mod:`audit.engine.parts`), it forks the distributed
-check's ranks at start-up.
+Run as ``python -m audit.engine.worker READ_FD WRITE_FD MAX_MEMORY [RESOURCE ...]``. A crash, hang or memory
+blow-up here is the parent's to notice; the worker only reports what it starts and finishes. The worker that holds
+a run's resources (see :mod:`audit.engine.parts`) is given their names and starts each (:mod:`audit.checks.resources`)
+at start-up.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from audit.runtime.startup import report_to
 #: the first ``torch.autograd.grad`` call (sympy, through symbolic_shapes: over a second). Imported at start-up,
 #: which has a generous budget of its own, not in the first cell, whose budget is ``--timeout``.
 PRELOAD = ("audit.engine.cell", "torch.fx.experimental.symbolic_shapes")
-#: The command-line flag of a worker that forks the distributed check's ranks at start-up.
-RANKS = "ranks"
 
 
 def main(argv: list[str]) -> int:
@@ -44,14 +42,15 @@ def main(argv: list[str]) -> int:
 
     from audit.runtime import triton
 
-    triton.at_start()  # before Dynamo (PRELOAD, the ranks) imports triton
+    triton.at_start()  # before Dynamo (PRELOAD, a resource) imports triton
     torch.set_num_threads(1)
     for module in PRELOAD:
         importlib.import_module(module)
-    if argv[3:4] == [RANKS]:
-        from audit.checks.distributed import prefork_ranks
+    if argv[3:]:
+        from audit.checks import resources
 
-        prefork_ranks()  # before any target is loaded, and before the memory cap's watchdog thread
+        for name in argv[3:]:
+            resources.start(name)  # before any target is loaded, and before the memory cap's watchdog thread
     memory.cap(int(argv[2]))
     report_to(lambda what: outbox.send(StartUp(what)))
     health.own()

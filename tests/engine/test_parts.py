@@ -80,7 +80,20 @@ def test_the_listener_hears_whole_jobs_one_begin_and_one_end_each(tmp_path):
 
 
 def test_the_holder_forks_ranks_only_when_the_run_may_have_distributed_cells():
-    from audit.commands.select import one_worker_selected
+    from audit.commands.select import resources_selected
 
-    assert one_worker_selected(()) and one_worker_selected(["gradcheck", "distributed"])
-    assert not one_worker_selected(["gradcheck", "compile"])
+    assert resources_selected(()) == ("ranks",) == resources_selected(["gradcheck", "distributed"])
+    assert resources_selected(["gradcheck", "compile"]) == ()
+
+
+def test_every_resource_a_check_names_is_known_and_starts_by_a_function_that_exists():
+    import importlib
+
+    from audit.checks import builtin
+    from audit.checks.resources import RESOURCES
+
+    named = {check.resource for check in builtin().values() if check.resource}
+    assert named and named <= set(RESOURCES)
+    for resource in RESOURCES.values():
+        module, _, function = resource.start.partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), resource
