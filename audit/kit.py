@@ -159,6 +159,16 @@ def guarded(f, mutates=(), seed=None):
 
 # -- comparison --------------------------------------------------------------------------------------------------
 
+class Finding(str):
+    """A property's message that also says what kind of failure it is, without where or by how much
+    ("output 0", "gradient of input 1"): the audit shrinks a failure only into cases of the same kind."""
+
+    def __new__(cls, message: str, kind: str):
+        found = super().__new__(cls, message)
+        found.kind = kind
+        return found
+
+
 def mismatch(got, expected, tol, magnitude: float = 0.0) -> str | None:
     """Why ``got`` is not close to ``expected`` (largest error and where), or None when it is; sparse tensors
     compare by their dense values. ``tol`` has ``atol``, ``rtol`` and ``scale``: the allowance is
@@ -235,7 +245,7 @@ def mismatches(label: str, got, expected, tol, magnitude: float = 0.0) -> list:
     if len(got) != len(expected):
         return [f"{label}: {len(got)} tensors, expected {len(expected)}"]
     found = [(i, mismatch(g, e, tol, magnitude)) for i, (g, e) in enumerate(zip(got, expected))]
-    return [f"{label} {i}: {problem}" for i, problem in found if problem]
+    return [Finding(f"{label} {i}: {problem}", f"{label} {i}") for i, problem in found if problem]
 
 
 class Tol:
@@ -340,8 +350,8 @@ def noisy_mismatches(label: str, got, expected, tol, measured) -> list:
         return found
     width = measured()
     wider = Tol(tol.atol + NOISE_FACTOR * width, tol.rtol, tol.scale)
-    return [f"{line} (atol includes {NOISE_FACTOR}x the rounding noise measured here, {width:.3g}: the second "
-            f"difference of the results over steps of {NOISE_STEP} eps in the inputs)"
+    return [Finding(f"{line} (atol includes {NOISE_FACTOR}x the rounding noise measured here, {width:.3g}: the "
+                    f"second difference of the results over steps of {NOISE_STEP} eps in the inputs)", line.kind)
             for line in mismatches(label, got, expected, wider)]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import math
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -65,10 +64,11 @@ _no_local_constants()
 
 @dataclass(frozen=True)
 class Counterexample:
-    """One distinct failure: the shrunk case it showed on and what it said."""
+    """One distinct failure: the shrunk case it showed on, what it said, and its kind (``Violation.kind``)."""
 
     case: Case
     message: str
+    kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,7 @@ class Exploration:
     skipped: str = ""
     others: tuple[Counterexample, ...] = ()
     special: int = 0
+    kind: str = ""
 
 
 #: Distinct failures one cell reports at most. Each past the first costs a search of its own (every
@@ -101,7 +102,8 @@ BUDGET_PARTS = 2
 class SearchState:
     """What one search has seen so far; the property updates it on every call Hypothesis makes. ``known``: the
     failure kinds that count as passes (earlier searches reported them); ``failures``: (case, message) of the
-    first failure's kind, most shrunk last; ``first_failure``: the call that failed first."""
+    first failure's kind (``kind``, a ``Violation.kind``), most shrunk last; ``first_failure``: the call that
+    failed first."""
 
     known: frozenset
     deadline: float
@@ -136,7 +138,7 @@ def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = Tr
     if found.held or not (shrink and budget) or limit <= 1:
         return replace(found, seconds=_since(start))
     deadline = start + budget / BUDGET_PARTS
-    others = _others(prop, strategy, examples, seed_value, _kind(found.message), deadline, limit)
+    others = _others(prop, strategy, examples, seed_value, found.kind, deadline, limit)
     return replace(found, seconds=_since(start), others=others)
 
 
@@ -159,8 +161,8 @@ def _others(prop, strategy, examples: int, seed_value: int, kind: str, deadline:
             break
         if found.held:
             break
-        others.append(Counterexample(found.case, found.message))
-        known.add(_kind(found.message))
+        others.append(Counterexample(found.case, found.message, found.kind))
+        known.add(found.kind)
     return tuple(others)
 
 
@@ -194,16 +196,11 @@ def _failure(state: SearchState, exc: Exception) -> Exploration:
     case, message = state.failures[0 if flaky else -1]
     if flaky:
         message += FLAKY
-    return Exploration(False, state.first_failure or state.calls, 0.0, case, message)
+    return Exploration(False, state.first_failure or state.calls, 0.0, case, message, kind=state.kind)
 
 
 #: Said of a failure that did not fail again: what it says is the target's fault, not the failure's kind.
 FLAKY = " (it did not fail again on the same case: the target is not deterministic)"
-
-
-def _kind(message: str) -> str:
-    """The kind of a failure a search reported (whether it failed again or not)."""
-    return failure_kind(message.removesuffix(FLAKY))
 
 
 class _OutOfTime(Exception):
@@ -225,7 +222,7 @@ def _property(prop, state: SearchState):
             reason = health.damage(exc)  # a check's own words for what the target raised: the cause may be damage
             if reason:
                 _damaged(state, case, exc, reason)
-            if _record(state, case, str(exc)):
+            if _record(state, case, str(exc), exc.kind):
                 raise
         except MemoryError as exc:
             health.note(health.damage(exc))
@@ -265,8 +262,9 @@ def _raised(state: SearchState, case: Case, exc: Exception) -> None:
     if limit:
         state.skipped = limit
         return
-    message = f"raised {type(exc).__name__}: {_first_line(exc)}{user_site(exc)}"
-    if _record(state, case, message):
+    site = user_site(exc)
+    message = f"raised {type(exc).__name__}: {_first_line(exc)}{site}"
+    if _record(state, case, message, f"raised {type(exc).__name__}{site}"):
         raise Violation(message) from exc
 
 
@@ -297,12 +295,11 @@ def _stop_when_spent(state: SearchState, case: Case) -> None:
         raise _OutOfTime()
 
 
-def _record(state: SearchState, case: Case, message: str) -> bool:
+def _record(state: SearchState, case: Case, message: str, kind: str) -> bool:
     """Keep a failure of the first failure's kind, and say whether it counts. A failure of another kind
     met while shrinking is no simpler version of the first (it is another bug, or the first one's shadow
     at a special point, such as 0): it counts as a pass, so the shrink stays on the first kind. A failure
     of a kind an earlier search found (``known``) counts as a pass too: that search reported it."""
-    kind = failure_kind(message)
     if kind in state.known or (state.failures and kind != state.kind):
         return False
     state.kind = kind
@@ -310,16 +307,6 @@ def _record(state: SearchState, case: Case, message: str) -> bool:
     if state.first_failure is None:
         state.first_failure = state.calls
     return True
-
-
-def failure_kind(message: str) -> str:
-    """What a failure is, without where and by how much: its message with numbers masked, cut short."""
-    return re.sub(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", "#", message)[:KIND_LENGTH]
-
-
-#: Enough of a message to tell "output 0 of sample 0" from "gradient of input 0", and one raised
-#: exception type from another, before the values start.
-KIND_LENGTH = 40
 
 
 def _given(run, strategy, examples: int, seed_value: int, shrink: bool, special: tuple = ()):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from audit.checks.interface import Violation
 from audit.cli import cli
 from audit.engine import explore as explore_mod
-from audit.engine.explore import MAX_FAILURES, explore, failure_kind
+from audit.engine.explore import MAX_FAILURES, explore
 from audit.reporters import github, html, junit, markdown, sarif, terminal
 from audit.results.cells import Cell, judge
 from audit.results.outcome import HELD, VIOLATED, outcome_from_json, outcome_to_json
@@ -182,7 +182,7 @@ def test_two_bugs_in_one_cell_are_both_reported_each_shrunk_each_replayed(tmp_pa
     assert found.case["args"][0]["values"] == [1.0]  # the wrong branch, x > 0.5, shrunk to one element
     [other] = found.others
     assert other.message.startswith("raised ValueError: cube backward: inputs below -0.5"), other.message
-    assert other.case["args"][0]["values"] == [-1.0] and failure_kind(other.message) != failure_kind(found.message)
+    assert other.case["args"][0]["values"] == [-1.0] and Violation(other.message).kind != Violation(found.message).kind
     assert len(searches) == 3  # the first, the second kind's, and one that found no third
     fixed = [s.replace(f"{T}.TwoBugs.apply", f"{T}.CubeFastPath.apply") for s in (found.script, other.script)]
     assert fixed != [found.script, other.script]
