@@ -22,10 +22,12 @@ class Deadline:
         """Seconds left for stages at ``now``."""
         return self.start + self.total - self.reserve - now
 
-    def allowance(self, budget: float, now: float) -> float:
-        """Seconds a stage of ``budget`` may run, started at ``now``: its budget, cut to what is left; 0 when less
-        than :data:`MINIMUM` would be."""
-        allowed = min(budget, self.left(now))
+    def allowance(self, budget: float, now: float, later: float = 0.0) -> float:
+        """Seconds a stage of ``budget`` may run, started at ``now`` with stages of ``later`` seconds of budget still to
+        run: its budget and what earlier stages left unused, keeping the later ones' budgets; never more than is left,
+        and 0 when less than :data:`MINIMUM` would be."""
+        left = self.left(now)
+        allowed = min(left, max(budget, left - later))
         return allowed if allowed >= MINIMUM else 0.0
 
 

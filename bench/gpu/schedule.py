@@ -24,18 +24,21 @@ def acceptance(ctx: Context, chosen: tuple[Stage, ...], environment=stage_table.
         facts.update(found)
         return result
 
-    results = [_timed(Stage("environment", stage_table.ENVIRONMENT_BUDGET, False, "", the_environment), ctx, "")]
+    later = sum(stage.budget for stage in chosen)
+    results = [_timed(Stage("environment", stage_table.ENVIRONMENT_BUDGET, False, "", the_environment), ctx, "", later)]
     missing = stage_table.cuda_missing(facts)
-    results += [_timed(stage, ctx, missing) for stage in chosen]
+    for index, stage in enumerate(chosen):
+        results.append(_timed(stage, ctx, missing, sum(s.budget for s in chosen[index + 1:])))
     return Summary(started, round(ctx.clock() - first, 1), ctx.deadline.total, facts, tuple(results))
 
 
-def _timed(stage: Stage, ctx: Context, cuda_missing: str) -> StageResult:
-    """One stage's result, its seconds measured here; a skip when it cannot run, timed out when it overran."""
+def _timed(stage: Stage, ctx: Context, cuda_missing: str, later: float) -> StageResult:
+    """One stage's result, its seconds measured here; a skip when it cannot run, timed out when it overran.
+    ``later``: the budgets of the stages after it, kept for them."""
     if stage.needs_cuda and cuda_missing:
         return StageResult(stage.name, Status.SKIPPED, f"not run: {cuda_missing}")
     begun = ctx.clock()
-    allowed = ctx.deadline.allowance(stage.budget, begun)
+    allowed = ctx.deadline.allowance(stage.budget, begun, later)
     if not allowed:
         left = max(0.0, ctx.deadline.left(begun))
         return StageResult(stage.name, Status.SKIPPED, f"not run: {left:.0f} s left of the {ctx.deadline.total:.0f} s "

@@ -41,12 +41,12 @@ def environment_giving(facts: dict, clock: Clock | None = None, takes: float = 2
     return environment
 
 
-def stand_in(name: str, budget: float, clock: Clock, ran: list, takes: float = 10.0, status=Status.PASS):
-    """A stage that records the allowance it got, then takes ``takes`` seconds."""
+def stand_in(name: str, budget: float, clock: Clock, ran: list, takes: float = 10.0, overrun: bool = False):
+    """A stage that records the allowance it got, then takes ``takes`` seconds (``overrun``: past its allowance)."""
     def run(ctx, allowed):
         ran.append((name, allowed))
-        clock.now += takes
-        return StageResult(name, status, f"{name} done")
+        clock.now += allowed + GRACE + 1 if overrun else takes
+        return StageResult(name, Status.PASS, f"{name} done")
     return stages.Stage(name, budget, True, name, run)
 
 
@@ -79,6 +79,15 @@ def test_every_stage_passing_is_a_pass(tmp_path):
     assert [s.seconds for s in result.stages] == [2.0, 10.0, 10.0] and result.seconds == 22.0
 
 
+def test_a_stage_may_take_what_earlier_stages_left_unused_but_not_what_later_ones_need(tmp_path):
+    clock, ran = Clock(), []
+    chosen = (stand_in("pytest", 100, clock, ran, takes=10), stand_in("registry", 100, clock, ran, takes=40),
+              stand_in("planted", 100, clock, ran))
+    acceptance(context(tmp_path, clock), chosen, environment=environment_giving(CUDA, clock))
+    # 470 s for stages (480 less the reserve), 2 s of them to the environment; 200 s kept for the last two stages
+    assert ran == [("pytest", 268), ("registry", 358), ("planted", 418)]
+
+
 def test_each_stage_gets_its_budget_cut_to_what_the_deadline_leaves(tmp_path):
     clock, ran = Clock(), []
     chosen = (stand_in("pytest", 100, clock, ran, takes=60), stand_in("registry", 100, clock, ran, takes=40),
@@ -93,11 +102,11 @@ def test_each_stage_gets_its_budget_cut_to_what_the_deadline_leaves(tmp_path):
 
 def test_a_stage_that_overruns_its_allowance_is_timed_out_and_the_next_still_runs(tmp_path):
     clock, ran = Clock(), []
-    chosen = (stand_in("pytest", 50, clock, ran, takes=50 + GRACE + 1), stand_in("planted", 100, clock, ran))
-    result = acceptance(context(tmp_path, clock), chosen, environment=environment_giving(CUDA, clock))
-    late = result.stages[1]
-    assert late.status == Status.TIMED_OUT and late.detail.startswith("ran 71 s, past its 50 s (pass: pytest done)")
-    assert result.stages[2].status == Status.PASS and result.exit_code == 1
+    chosen = (stand_in("pytest", 50, clock, ran, overrun=True), stand_in("planted", 100, clock, ran))
+    result = acceptance(context(tmp_path, clock, total=200), chosen, environment=environment_giving(CUDA, clock))
+    late = result.stages[1]  # allowed 88 s: 200 less the 10 s reserve, the environment's 2 s, the next stage's 100 s
+    assert late.status == Status.TIMED_OUT and late.detail == "ran 109 s, past its 88 s (pass: pytest done)"
+    assert ran[1] == ("planted", 79) and result.stages[2].status == Status.PASS and result.exit_code == 1
 
 
 def test_a_stage_that_raises_is_an_error_and_the_run_goes_on(tmp_path):
@@ -109,7 +118,7 @@ def test_a_stage_that_raises_is_an_error_and_the_run_goes_on(tmp_path):
     chosen = (stages.Stage("pytest", 100, True, "", broken), stand_in("planted", 100, clock, ran))
     result = acceptance(context(tmp_path, clock), chosen, environment=environment_giving(CUDA))
     assert result.stages[1].status == Status.ERROR and result.stages[1].detail == "the stage raised KeyError: 'counts'"
-    assert "Traceback" in result.stages[1].tail and ran == [("planted", 100)]
+    assert "Traceback" in result.stages[1].tail and [name for name, _ in ran] == ["planted"]
 
 
 def finished(tmp_path):
