@@ -15,11 +15,16 @@ import sys
 from pathlib import Path
 
 
+#: The packages the audit and its tests need, whose versions are recorded (None: not installed).
+PACKAGES = ("click", "hypothesis", "numpy", "pathspec", "pytest", "pyyaml", "rich", "jsonschema")
+
+
 def facts() -> dict:
-    """Python, platform, torch and its CUDA, the GPU, triton, nvcc, whether jsonschema imports, and where ``audit``
-    is imported from (the checkout, when the package is not installed)."""
+    """Python, platform, torch and its CUDA, the GPU, triton, nvcc, whether jsonschema imports, where ``audit`` is
+    imported from (the checkout, when the package is not installed), and the versions of :data:`PACKAGES`."""
     found = {"python": platform.python_version(), "platform": platform.platform(), "triton": _version("triton"),
-             "nvcc": shutil.which("nvcc"), "jsonschema": _importable("jsonschema"), "audit": _audit()}
+             "nvcc": shutil.which("nvcc"), "jsonschema": _importable("jsonschema"), "audit": _audit(),
+             "packages": {name: _version(name) for name in PACKAGES}}
     found.update(_torch())
     return found
 

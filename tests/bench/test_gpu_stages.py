@@ -156,6 +156,7 @@ def test_without_cuda_or_jsonschema_the_script_writes_its_summary_and_fails(tmp_
     assert done.returncode == 1, done.stdout + done.stderr
     document = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert document["facts"]["jsonschema"] is False and document["facts"]["audit"] == str(ROOT / "audit")
+    assert document["facts"]["packages"]["hypothesis"] and document["facts"]["torch"]
     assert [(s["name"], s["status"]) for s in document["stages"]] == [
         ("environment", "pass"), ("pytest", "skip"), ("registry", "skip"), ("planted", "skip")]
     assert "no CUDA device here" in document["stages"][1]["detail"]
