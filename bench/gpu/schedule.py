@@ -50,8 +50,9 @@ def _timed(stage: Stage, ctx: Context, cuda_missing: str, later: float) -> Stage
                              tail=traceback.format_exc())
     seconds = ctx.clock() - begun
     if deadlines.overran(seconds, allowed) and result.status != Status.TIMED_OUT:
+        said = f"{result.status.value}: {result.detail}"
         result = replace(result, status=Status.TIMED_OUT,
-                         detail=f"ran {seconds:.0f} s, past its {allowed:.0f} s ({result.status.value}: {result.detail})")
+                         detail=f"ran {seconds:.0f} s, past its {allowed:.0f} s ({said})")
     return replace(result, seconds=round(seconds, 1))
 
 

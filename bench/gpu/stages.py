@@ -175,7 +175,8 @@ def planted(ctx: Context, allowed: float) -> StageResult:
     """Each plant of :data:`bench.gpu.plants.PLANTS` audited by a run of its own (``ctx.jobs`` at a time), its
     matrix held to the plant's expectations: passes when every expectation is met."""
     folder = ctx.folder("planted")
-    commands = [Command(planted_argv(ctx, plant, folder / plant.name), folder / f"{plant.name}.log") for plant in PLANTS]
+    commands = [Command(planted_argv(ctx, plant, folder / plant.name), folder / f"{plant.name}.log")
+                for plant in PLANTS]
     ended = processes.run_all(commands, allowed, parallel=ctx.jobs, cwd=ctx.root, env=ctx.env)
     problems, met = [], 0
     for plant, finished, command in zip(PLANTS, ended, commands):

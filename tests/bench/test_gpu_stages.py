@@ -25,9 +25,12 @@ REPORT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="1" failures="1" skipped="1" tests="5">
 <testcase classname="tests.gpu.test_a" name="test_ok" time="0.1"/>
 <testcase classname="tests.gpu.test_a" name="test_ok_too" time="0.1"/>
-<testcase classname="tests.gpu.test_a" name="test_wrong" time="0.1"><failure message="AssertionError: 1 != 2&#10;more">trace</failure></testcase>
-<testcase classname="tests.gpu.test_b" name="test_broken" time="0.1"><error message="fixture failed">trace</error></testcase>
-<testcase classname="tests.gpu.test_b" name="test_nvcc" time="0.0"><skipped message="no nvcc here"/></testcase>
+<testcase classname="tests.gpu.test_a" name="test_wrong" time="0.1">
+<failure message="AssertionError: 1 != 2&#10;more">trace</failure></testcase>
+<testcase classname="tests.gpu.test_b" name="test_broken" time="0.1">
+<error message="fixture failed">trace</error></testcase>
+<testcase classname="tests.gpu.test_b" name="test_nvcc" time="0.0">
+<skipped message="no nvcc here"/></testcase>
 </testsuite></testsuites>
 """
 
