@@ -33,6 +33,22 @@ _triton_through_its_interpreter()
 pytest_plugins = ["pytester"]
 
 
+#: Why a test marked ``gpu`` is a skip on this machine.
+NO_CUDA = "needs CUDA: torch.cuda.is_available() is False on this machine"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test marked ``gpu`` is a skip, with the reason, where no CUDA device is (pyproject's marker says so)."""
+    marked = [item for item in items if item.get_closest_marker("gpu")]
+    if not marked:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=NO_CUDA))
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="Rewrite the reporters' golden files.")
 

@@ -22,13 +22,27 @@ def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: b
     cannot change the verdict of whatever runs next in this process."""
     health.own()
     with isolated():
-        outcome = _run(entry, target, check, key, options, claimed, on_example)
+        outcome = _settled(_run(entry, target, check, key, options, claimed, on_example))
     strays = health.forked_strays()
     if not strays or outcome.verdict == Verdict.ERRORED:
         return outcome
     health.note("the target forked a copy of the process that returned into the audit")  # after the last example
     return Outcome(key, Verdict.ERRORED, f"{health.describe_strays(strays)}; this cell's result is not trusted",
                    outcome.examples, outcome.seconds)
+
+
+def _settled(outcome: Outcome) -> Outcome:
+    """A CUDA cell's outcome once what its kernels left behind asynchronously is in: a fault a kernel raised after
+    the last comparison (an illegal memory access, a device-side assert) surfaces at this synchronisation, in the cell
+    that caused it rather than in the next one, and the worker retires (:mod:`audit.runtime.health`)."""
+    fault = health.cuda_fault() if outcome.key.device == "cuda" else ""
+    if not fault:
+        return outcome
+    health.note(fault)
+    if outcome.verdict == Verdict.ERRORED:
+        return outcome
+    return Outcome(outcome.key, Verdict.ERRORED, f"{fault}, found when the cell ended (a kernel's asynchronous error); "
+                                                 "this cell's result is not trusted", outcome.examples, outcome.seconds)
 
 
 def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example) -> Outcome:

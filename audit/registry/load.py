@@ -102,10 +102,19 @@ def _unreadable(raw: bytes, path: Path, exc) -> Problem:
 def _schema_problems(located: Located, file: str) -> list[Problem]:
     if quick.valid(located.data):  # most registries: the yes alone, without jsonschema's descent (or import)
         return []
+    try:
+        validator = schema_mod.validator()
+    except ImportError:  # a machine without it (a GPU runner used as it is): the no, without where and why
+        return [Problem(file, 1, 1, "", WITHOUT_JSONSCHEMA)]
     problems = []
-    for error in schema_mod.validator().iter_errors(located.data):
+    for error in validator.iter_errors(located.data):
         problems += _problems_of(error, located, file)
     return problems
+
+
+#: What an invalid registry is told where jsonschema, which locates and phrases each problem, is not installed.
+WITHOUT_JSONSCHEMA = ("does not satisfy the registry schema (version 1); jsonschema, which says where and why, is not "
+                      "installed here: pip install 'jsonschema>=4.18', or run audit validate where it is")
 
 
 def _problems_of(error, located: Located, file: str) -> list[Problem]:

@@ -9,14 +9,21 @@ its verdict would depend on the schedule. Three rules keep a verdict the entry's
 
 1. **Damage ends the cell and the worker.** An exception that says the process is exhausted or inconsistent
    (:func:`damage`: ``MemoryError``, ``RecursionError``, ``SystemError``, a thread or resource that could not
-   be created, a ``BaseException`` such as ``KeyboardInterrupt``) is noted when the target raises it
+   be created, CUDA's allocator out of memory, a CUDA error that leaves the context unusable, a
+   ``BaseException`` such as ``KeyboardInterrupt``) is noted when the target raises it
    (:func:`note`); the search stops there, the cell is an ``error`` and the worker retires after it.
 2. **A checkup between entries** (:func:`checkup`): a worker whose threads, descriptors, resident memory or
-   address space grew past the bounds below since it started, or that can no longer map memory or start a
-   thread, retires; so does one that served :data:`MAX_ENTRIES` entries (as gunicorn's ``max_requests``).
+   address space grew past the bounds below since it started, that can no longer map memory or start a thread,
+   or whose CUDA context is lost, retires; so does one that served :data:`MAX_ENTRIES` entries (as gunicorn's
+   ``max_requests``).
 3. **A forked copy of the worker never runs the audit's code**: a target that calls ``os.fork()`` and lets
    the child return lands, in the child, in :func:`stray_fork_guard`, which ends it at once and leaves its
    pid for the cell's message (:func:`forked_strays`).
+
+A kernel's fault on the GPU (an illegal memory access, a device-side assert) is reported asynchronously, at the
+next synchronisation, and it is sticky: every later CUDA call of the process fails with it. So a CUDA cell ends
+with a synchronisation (:func:`cuda_fault`), which puts the fault in the cell that caused it, and the checkup
+between entries synchronises too.
 
 The bounds were measured on the bench registry (``python -m bench.health``: ``bench/registry.yaml``, every check,
 ``-j 1``; ``bench/results.md`` section 7): over its 21 entries a healthy worker gained at most 1 thread, no
@@ -30,9 +37,12 @@ import errno
 import json
 import mmap
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
+
+from audit.errors import first_line
 
 #: Threads a worker may have gained since start-up (a healthy entry leaves none or a few: torch's own pools
 #: are sized once); a thread-hoarding target leaves hundreds.
@@ -53,6 +63,13 @@ EXHAUSTED = frozenset({errno.EAGAIN, errno.ENOMEM, errno.EMFILE, errno.ENFILE, e
 #: Words of a torch or CPython message that reports the same.
 EXHAUSTED_WORDS = ("can't start new thread", "Resource temporarily unavailable", "Cannot allocate memory",
                    "can't allocate memory", "Too many open files", "failed to map segment")
+#: CUDA errors after which the process's CUDA context is unusable (sticky: every later CUDA call fails with them),
+#: as torch (``CUDA error: ...``, ``torch.AcceleratorError`` since 2.8) and Triton's launcher word them. Others, such
+#: as an invalid launch configuration, leave the context as it was: they are the target's failure.
+CUDA_STICKY_WORDS = ("illegal memory access", "device-side assert", "unspecified launch failure", "misaligned address",
+                     "illegal instruction", "hardware stack error", "uncorrectable ECC", "the launch timed out")
+#: How CUDA's caching allocator words a refused allocation (``torch.OutOfMemoryError``).
+CUDA_OUT_OF_MEMORY = "CUDA out of memory"
 
 _DAMAGE: list[str] = []
 
@@ -81,7 +98,32 @@ def _kind(exc: BaseException) -> str:
         return f"the target exhausted a resource ({name}: {os.strerror(exc.errno)})"
     text = str(exc)
     word = next((w for w in EXHAUSTED_WORDS if w in text), "")
-    return f"the target exhausted a resource ({name}: {word})" if word else ""
+    if word:
+        return f"the target exhausted a resource ({name}: {word})"
+    return _cuda_kind(name, text)
+
+
+def _cuda_kind(name: str, text: str) -> str:
+    """Damage to the process's CUDA state: memory the allocator refused (what holds the rest may be a neighbour's
+    hoard, or the allocator's cache left fragmented), or a sticky error (the context is lost)."""
+    if CUDA_OUT_OF_MEMORY in text:
+        return f"the target ran out of CUDA memory ({name})"
+    word = next((w for w in CUDA_STICKY_WORDS if w in text), "")
+    return f"the CUDA context is lost ({name}: {word})" if word else ""
+
+
+def cuda_fault() -> str:
+    """Why this process's CUDA context cannot be trusted any more ("" when it can, or CUDA was never initialised
+    here): a synchronisation raises what a kernel left behind asynchronously. Needs no import: a process that never
+    imported torch has no CUDA context."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return ""
+    try:
+        torch.cuda.synchronize()
+    except Exception as exc:  # whatever a synchronisation raises is the context's state
+        return damage(exc) or f"the CUDA context is lost ({type(exc).__name__}: {first_line(exc)})"
+    return ""
 
 
 def note(reason: str) -> None:
@@ -154,9 +196,9 @@ class Bounds:
 
 def checkup(bounds: Bounds, served: int, after: str = "") -> str:
     """Why this worker should retire before its next entry ("" when it is fit): it served :data:`MAX_ENTRIES`,
-    grew past ``bounds``, or cannot map :data:`HEADROOM` more memory or start a thread. With
-    ``AUDIT_HEALTH_LOG`` set (the benchmark's measurement), each checkup appends a JSON line there: the entry it
-    followed, the growth since start-up, its seconds and its finding."""
+    grew past ``bounds``, lost its CUDA context (:func:`cuda_fault`), or cannot map :data:`HEADROOM` more memory or
+    start a thread. With ``AUDIT_HEALTH_LOG`` set (the benchmark's measurement), each checkup appends a JSON line
+    there: the entry it followed, the growth since start-up, its seconds and its finding."""
     if not os.environ.get("AUDIT_HEALTH_LOG"):
         return _checkup(bounds, served)
     started = time.perf_counter()
@@ -173,7 +215,7 @@ def checkup(bounds: Bounds, served: int, after: str = "") -> str:
 def _checkup(bounds: Bounds, served: int) -> str:
     if served >= MAX_ENTRIES:
         return f"it served {served} entries (workers are recycled after {MAX_ENTRIES})"
-    grown = bounds.exceeded(read())
+    grown = bounds.exceeded(read()) or cuda_fault()
     if grown:
         return grown
     try:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from audit.runtime import health
+
 
 def _device_context():
     """What ``torch.set_default_device`` last installed (None: never, or unset); compared by identity."""
@@ -77,7 +79,19 @@ class GlobalState:
         np.random.set_state(self.rng[1])
         random.setstate(self.rng[2])
         if self.rng[3] is not None:
-            torch.cuda.set_rng_state_all(self.rng[3])
+            _restore_cuda_generators(self.rng[3])
+
+
+def _restore_cuda_generators(states) -> None:
+    """Put CUDA's generators back; on a lost CUDA context (a kernel's sticky fault) there is nothing to put back:
+    the damage is noted, and the worker retires after this cell (:mod:`audit.runtime.health`)."""
+    try:
+        torch.cuda.set_rng_state_all(states)
+    except RuntimeError as exc:
+        reason = health.damage(exc)
+        if not reason:
+            raise
+        health.note(reason)
 
 
 def _differs(now, then) -> bool:

@@ -104,3 +104,86 @@ def test_a_worker_gets_one_thread_per_numerical_library_unless_the_user_chose(mo
     env = _worker_env(RunOptions())
     assert {name: env[name] for name in THREAD_POOLS} == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "4",
                                                         "OPENBLAS_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+
+
+class AcceleratorError(RuntimeError):
+    """What torch (2.8 and later) raises for a CUDA error: a RuntimeError by that name."""
+
+
+@pytest.mark.parametrize("exc", [AcceleratorError("CUDA error: an illegal memory access was encountered"),
+                                 RuntimeError("CUDA error: device-side assert triggered"),
+                                 RuntimeError("Triton Error [CUDA]: an illegal memory access was encountered"),
+                                 RuntimeError("CUDA out of memory. Tried to allocate 9094.95 GiB. GPU 0 has a total "
+                                              "capacity of 139.81 GiB")],
+                         ids=["illegal-access", "device-assert", "triton", "out-of-memory"])
+def test_a_lost_cuda_context_or_cuda_out_of_memory_is_damage(exc):
+    """A sticky CUDA error fails every later CUDA call of the process; memory the allocator refused may be held
+    by a neighbour: either way the worker must not serve another entry."""
+    assert health.damage(exc)
+    assert health.damage(_chained(RuntimeError("the reference raised"), exc))
+
+
+def test_a_cuda_error_that_leaves_the_context_usable_is_the_targets_failure():
+    assert health.damage(AcceleratorError("CUDA error: invalid configuration argument")) == ""
+
+
+LOST = "the CUDA context is lost (AcceleratorError: illegal memory access)"
+
+
+def test_a_synchronisation_that_raises_says_the_context_is_lost(monkeypatch):
+    import torch
+
+    def fault():
+        raise AcceleratorError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", fault)
+    assert health.cuda_fault() == LOST
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    assert health.cuda_fault() == ""
+
+
+def test_a_process_that_never_used_cuda_is_not_synchronised(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: pytest.fail("synchronised a process without CUDA"))
+    assert health.cuda_fault() == ""
+
+
+def test_the_checkup_retires_a_worker_whose_cuda_context_is_lost(monkeypatch):
+    monkeypatch.setattr(health, "cuda_fault", lambda: LOST)
+    assert health.checkup(health.Bounds(health.read()), 1) == LOST
+
+
+def test_a_fault_found_when_a_cuda_cell_ends_makes_it_an_error_and_retires_the_worker(monkeypatch):
+    from audit.engine.cell import _settled
+    from audit.results.outcome import CellKey, Outcome
+
+    monkeypatch.setattr(health, "cuda_fault", lambda: LOST)
+    health.own()
+    held = _settled(Outcome(CellKey("forward", "float64", "cuda"), HELD, examples=3))
+    assert held.verdict == ERRORED and held.examples == 3
+    assert held.message.startswith(f"{LOST}, found when the cell ended")
+    assert health.taken() == LOST
+    on_cpu = Outcome(CellKey("forward", "float64", "cpu"), HELD)
+    assert _settled(on_cpu) is on_cpu and health.taken() == ""  # a CPU cell is never synchronised
+
+
+def test_putting_back_the_generators_of_a_lost_cuda_context_notes_the_damage(monkeypatch):
+    import torch
+
+    from audit.runtime import isolation
+
+    def raises(message):
+        def set_rng_state_all(states):
+            raise AcceleratorError(message)
+        return set_rng_state_all
+
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", raises("CUDA error: an illegal memory access was encountered"))
+    health.own()
+    isolation._restore_cuda_generators([])
+    assert health.taken() == LOST
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", raises("some other failure"))
+    with pytest.raises(AcceleratorError, match="some other failure"):  # not the context's loss: not swallowed
+        isolation._restore_cuda_generators([])
