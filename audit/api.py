@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import yaml
 
 from audit.contract import Status
+from audit.registry.model import EntryKind
 
 #: What an entry built from objects is called in the registry text it is validated as.
 PLACEHOLDER = "audit_api_target:Target"
@@ -82,8 +83,8 @@ def audit(target, *, inputs, name: str | None = None, owner="@tests", kind: str 
     kind = kind or _kind(target)
     text_target = _target_text(target, kind)
     if not name:
-        name = text_target.replace("::", ".") if kind == "op" or isinstance(target, str) else target.__name__
-    spec = {"name": _safe(name), "owner": owner, "kind": kind, "target": text_target, "inputs": inputs, **keys}
+        name = text_target.replace("::", ".") if kind == EntryKind.OP or isinstance(target, str) else target.__name__
+    spec = {"name": _safe(name), "owner": owner, "kind": str(kind), "target": text_target, "inputs": inputs, **keys}
     if reference is not None:
         spec["reference"] = reference if isinstance(reference, str) else PLACEHOLDER
     if devices:
@@ -103,22 +104,22 @@ def audit(target, *, inputs, name: str | None = None, owner="@tests", kind: str 
     return AuditResult(name=entry.name, cells=tuple(cells), seed=seed)
 
 
-def _kind(target) -> str:
+def _kind(target) -> EntryKind:
     import torch
 
     if isinstance(target, str):
-        return "op" if "::" in target else "function"
+        return EntryKind.OP if "::" in target else EntryKind.FUNCTION
     if isinstance(target, type) and issubclass(target, torch.autograd.Function):
-        return "function"
+        return EntryKind.FUNCTION
     if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or hasattr(target, "_opoverload"):
-        return "op"
-    return "callable"
+        return EntryKind.OP
+    return EntryKind.CALLABLE
 
 
 def _target_text(target, kind: str) -> str:
     if isinstance(target, str):
         return target
-    if kind == "op":
+    if kind == EntryKind.OP:
         op = getattr(target, "_opoverload", target)
         return str(getattr(op, "_name", None) or op.name())
     return PLACEHOLDER
@@ -136,7 +137,7 @@ def _resolve(entry, target, reference):
         found = resolve(replace(entry, reference=None), Path.cwd())
         return Target(fn=found.fn, reference=reference, digest=found.digest, obj=found.obj)
     obj = getattr(target, "_opoverload", target)
-    fn = obj.apply if entry.kind == "function" else obj
+    fn = obj.apply if entry.kind == EntryKind.FUNCTION else obj
     ref = resolve_reference(reference)
     return Target(fn=fn, reference=ref, digest="python-api", obj=obj)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from audit import __version__
 from audit.io import write_atomic
+from audit.registry.model import EntryKind
 from audit.results.outcome import Outcome, Verdict, outcome_from_json, outcome_to_json
 
 #: Bump when the record's layout changes.
@@ -87,7 +88,7 @@ class Cache:
 def code_fingerprint(entry, base: Path, checks_dir: Path | None = None) -> dict | None:
     """sha256 of every source file the entry names, and of its local checks (None when a module cannot
     be found without importing it)."""
-    modules = [entry.target.partition(":")[0]] if entry.kind != "op" else []
+    modules = [entry.target.partition(":")[0]] if entry.kind != EntryKind.OP else []
     modules += list(entry.load)
     if entry.reference:
         modules.append(entry.reference.partition(":")[0])

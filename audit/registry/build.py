@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 
-from audit.registry.model import (DEFAULT_DENSITY, DEFAULT_DOMAIN, Entry, Expectation, Supports, TensorSpec,
-                                  ToleranceOverride, Training, ValueSpec)
+from audit.registry.model import (DEFAULT_DENSITY, DEFAULT_DOMAIN, DEFAULT_KIND, Entry, EntryKind, Expectation,
+                                  Supports, TensorSpec, ToleranceOverride, Training, ValueSpec)
 
 
 def build_entry(data: dict, line: int) -> Entry:
@@ -14,7 +14,7 @@ def build_entry(data: dict, line: int) -> Entry:
     return Entry(
         name=data["name"],
         owners=tuple(owner) if isinstance(owner, list) else (owner,),
-        kind=data.get("kind", "function"),
+        kind=EntryKind(data.get("kind", DEFAULT_KIND)),
         target=data["target"],
         inputs=tuple(_input(spec) for spec in data.get("inputs", ())),
         line=line,

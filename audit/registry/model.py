@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field, replace
 
 from audit.contract import COMPLEX_DTYPES, DTYPE_ORDER, REAL_PART
@@ -16,6 +17,33 @@ FLOAT_DTYPES = DTYPE_ORDER
 SPARSE_LAYOUTS = ("sparse_coo", "sparse_csr")
 #: The share of a sparse input's elements that are specified (in its pattern) unless ``density:`` says.
 DEFAULT_DENSITY = 0.3
+
+
+class EntryKind(str, enum.Enum):
+    """What an entry's target is, and so how it is called (the registry's ``kind:``)."""
+
+    FUNCTION = "function"  #: a torch.autograd.Function subclass, called through ``.apply``
+    OP = "op"  #: an operator reached through torch.ops
+    CALLABLE = "callable"  #: any Python function of tensors
+    MODULE = "module"  #: a factory of an nn.Module, called on drawn tensors
+    MODEL = "model"  #: a factory of (model, make_batch, loss), trained a few steps
+
+    # The registry's spelling wherever a kind is written: reports, messages, and the literal that replay
+    # scripts embed with ``!r`` (``kind = 'op'``, not ``<EntryKind.OP: 'op'>``).
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+#: The kind of an entry that does not say.
+DEFAULT_KIND = EntryKind.FUNCTION
+#: The layers above the operators: their target is a factory (of a module, of a model's training triple).
+LAYER_KINDS = (EntryKind.MODULE, EntryKind.MODEL)
 
 
 @dataclass(frozen=True)
@@ -158,7 +186,7 @@ class Entry:
 
     name: str
     owners: tuple[str, ...]
-    kind: str
+    kind: EntryKind
     target: str
     inputs: tuple
     line: int = 1

@@ -8,6 +8,7 @@ import re
 import unicodedata
 
 from audit.contract import CHECK_NAMES
+from audit.registry.model import DEFAULT_KIND, EntryKind
 from audit.errors import Problem
 from audit.registry.model import FLOAT_DTYPES
 from audit.registry.schema import describe
@@ -70,13 +71,13 @@ def _not_in_handle(char: str) -> bool:
 
 
 def _required(entry: dict) -> list:
-    model = entry.get("kind") == "model"
+    model = entry.get("kind") == EntryKind.MODEL
     found = [((), f"missing required key {key!r} (set it on the entry or in defaults)")
              for key in ("owner",) + (() if model else ("inputs",)) if key not in entry]
     if not model and entry.get("inputs") == []:
         found.append((("inputs",), "expected at least one input (only kind model takes its inputs from make_batch)"))
     if "training" in entry and not model:
-        found.append((("training",), f"expected no training settings for kind {entry.get('kind', 'function')} "
+        found.append((("training",), f"expected no training settings for kind {entry.get('kind', DEFAULT_KIND)} "
                                      "(they are for kind model)"))
     return found
 
@@ -84,10 +85,10 @@ def _required(entry: dict) -> list:
 def _target(entry: dict) -> list:
     if "target" not in entry:
         return []  # the schema names the missing key
-    kind, target = entry.get("kind", "function"), entry["target"]
-    if kind == "op" and not OP_TARGET.match(target):
+    kind, target = entry.get("kind", DEFAULT_KIND), entry["target"]
+    if kind == EntryKind.OP and not OP_TARGET.match(target):
         return [(("target",), f"expected 'namespace::name[.overload]' for kind op, got {target!r}")]
-    if kind != "op" and not MODULE_TARGET.match(target):
+    if kind != EntryKind.OP and not MODULE_TARGET.match(target):
         return [(("target",), f"expected 'module:Qualname' for kind {kind}, got {target!r}")]
     return []
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 
 from audit.contract import CHECK_NAMES, Status
+from audit.registry.model import LAYER_KINDS
 from audit.results.cells import Cell, CellFailure
 from audit.results.matrix import Matrix, MatrixEntry
 
@@ -55,14 +56,10 @@ def rows(matrix: Matrix) -> list[tuple[MatrixEntry, str | None]]:
     return [(e, d) for e in matrix.entries for d in dict.fromkeys(c.device for c in e.cells)]
 
 
-#: Kinds shown beside the name: the layers above the operators.
-LAYERS = ("module", "model")
-
-
 def row_label(entry: MatrixEntry, device: str | None) -> str:
     """An entry's name (with its layer when it is a module or model), and the device when rows are
     split by device."""
-    name = f"{entry.name} [{entry.kind}]" if entry.kind in LAYERS else entry.name
+    name = f"{entry.name} [{entry.kind}]" if entry.kind in LAYER_KINDS else entry.name
     return name if device is None else f"{name} ({device})"
 
 

@@ -140,7 +140,7 @@ def build(result, registry, seed: int, strict: bool = False, shard: dict | None 
 
 def _entry(result) -> MatrixEntry:
     entry = result.entry
-    return MatrixEntry(name=entry.name, owners=tuple(entry.owners), kind=entry.kind, target=entry.target,
+    return MatrixEntry(name=entry.name, owners=tuple(entry.owners), kind=entry.kind.value, target=entry.target,
                        digest=result.digest, cells=tuple(result.cells), line=entry.line,
                        target_error=result.target_error or "")
 
