@@ -70,8 +70,8 @@ def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, m
         if result is not None and not result.entries and not split:
             raise UsageError("nothing selected: no entry has a cell for the chosen checks and devices")
         if result is None:
-            result = _empty_result(options)
-        matrix = build(result, loaded, seed, strict=settled["strict"], shard=split)
+            result = _empty_result()
+        matrix = build(result, loaded, options, strict=settled["strict"], shard=split)
         show(matrix, output_format, -1 if quiet else verbosity)  # first: shown even when --out cannot be written
         _write(Path(out), matrix, result)
         if options.cache_dir:
@@ -96,12 +96,12 @@ def _shard(entries, text: str, durations_path):
     return [e for e in entries if e.name in mine], {"index": index, "count": count, "selected": names}
 
 
-def _empty_result(options):
+def _empty_result():
     """What an empty shard reports: no entries, and the environment every shard must agree on."""
-    from audit.engine.runner import RunResult, run_environment
+    from audit.engine.runner import RunResult
     from audit.engine.worker import environment
 
-    return RunResult(entries=(), environment=run_environment(environment(), options))
+    return RunResult(entries=(), environment=environment())
 
 
 #: The cells that get a replay script: a claim that failed (waived or not). An unclaimed property that does

@@ -22,6 +22,7 @@ from pathlib import Path
 from audit import __version__
 from audit.io import write_atomic
 from audit.registry.model import EntryKind
+from audit.results.environment import Environment
 from audit.results.outcome import Outcome, Verdict, outcome_from_json, outcome_to_json
 
 #: Bump when the record's layout changes.
@@ -129,7 +130,7 @@ def audit_digest() -> str:
     return digest.hexdigest()
 
 
-def cell_key(entry, check, key, claimed: bool, options, environment: dict, code: dict, audit: str) -> str:
+def cell_key(entry, check, key, claimed: bool, options, environment: Environment, code: dict, audit: str) -> str:
     """The cache key of one cell."""
     spec = {k: v for k, v in dataclasses.asdict(entry).items() if k not in JUDGING_ONLY}
     examples = options.examples if claimed else options.unclaimed_examples
@@ -137,7 +138,7 @@ def cell_key(entry, check, key, claimed: bool, options, environment: dict, code:
         "format": FORMAT, "audit": audit, "entry": spec, "code": code,
         "check": [check.name, check.version], "cell": [key.dtype, key.device, claimed],
         "run": [options.seed, examples, options.compile_backend, options.failures],
-        "environment": [environment.get("torch"), environment.get("python"), environment.get("devices")],
+        "environment": [environment.torch, environment.python, environment.devices],
     }
     text = json.dumps(material, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from audit.engine.job import Job
+from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome
 
 
@@ -25,7 +26,7 @@ class Assign:
 class Ready:
     """Worker to parent, once: torch is imported; the facts about it that the matrix records."""
 
-    environment: dict
+    environment: Environment
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDra
                                    Retiring, StartUp)
 from audit.engine.parts import Wholes, split, take
 from audit.engine.worker import RANKS
+from audit.results.environment import Environment
 from audit.results.outcome import Outcome, error_outcome
 from audit.runtime.channel import spawn, tail
 from audit.runtime.options import RunOptions
@@ -44,7 +45,6 @@ class Worker:
         args = [str(options.max_memory)] + ([RANKS] if ranks else [])
         child = spawn("audit.engine.worker", args, env=_worker_env(options), log=self.log)
         self.process, self.outbox, self.inbox = child.process, child.outbox, child.inbox
-        self.environment: dict | None = None
         self.max_memory = options.max_memory
 
     def death(self) -> str:
@@ -131,15 +131,15 @@ def prestart(options: RunOptions, count: int, ranks: bool = False) -> list[Worke
 
 
 def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: list[Worker] | None = None,
-             pinned: frozenset[str] = frozenset()) -> dict:
+             pinned: frozenset[str] = frozenset()) -> Environment:
     """Audit every job; ``listener`` hears each start, outcome and end of every whole job. ``started`` workers
     (from :func:`prestart`) are used first; any not needed are closed. The cells of the ``pinned`` checks all
     run in one worker (see :mod:`audit.engine.parts`).
 
-    Returns the environment the workers reported.
+    Returns the environment the workers reported (each the same: one machine, one torch).
     """
     slots: list[tuple[Worker, Assignment | None]] = []
-    environment: dict = {}
+    reported: list[Environment] = []
     wanted = max(1, min(options.jobs, len(jobs)))
     # One worker (the first slot, the holder) runs every cell of a one_worker check; with one worker, nothing
     # is split and each entry's cells run together, in order.
@@ -156,11 +156,11 @@ def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: 
             slots = [_assign(w, a, pending, listener, options, holder=not index)
                      for index, (w, a) in enumerate(slots)]
             ready = wait([w.inbox for w, a in slots if a], timeout=_next_deadline(slots))
-            slots = [_serve(w, a, ready, options, listener, environment) for w, a in slots]
+            slots = [_serve(w, a, ready, options, listener, reported) for w, a in slots]
     finally:
         for worker, _ in slots:
             worker.close()
-    return environment
+    return reported[-1] if reported else Environment()
 
 
 def _assign(worker: Worker, assignment, pending: deque, listener: Listener, options: RunOptions, holder: bool):
@@ -182,7 +182,8 @@ def _next_deadline(slots) -> float:
     return max(0.0, min((a.deadline - now for _, a in slots if a), default=1.0))
 
 
-def _serve(worker: Worker, assignment, ready, options: RunOptions, listener: Listener, environment: dict):
+def _serve(worker: Worker, assignment, ready, options: RunOptions, listener: Listener,
+           reported: list[Environment]):
     if assignment is None:
         return worker, None
     if worker.inbox in ready:
@@ -191,7 +192,7 @@ def _serve(worker: Worker, assignment, ready, options: RunOptions, listener: Lis
                 message = worker.inbox.recv()
                 if isinstance(message, Retiring):
                     return _retire(worker, assignment, message.reason, options, listener)
-                assignment = _receive(assignment, message, options, listener, environment)
+                assignment = _receive(assignment, message, options, listener, reported)
                 if assignment is None:
                     return worker, None
         except (EOFError, OSError):
@@ -218,10 +219,11 @@ def _budget_note(assignment: Assignment, options: RunOptions) -> str:
     return ""
 
 
-def _receive(assignment: Assignment, message, options: RunOptions, listener: Listener, environment: dict):
+def _receive(assignment: Assignment, message, options: RunOptions, listener: Listener,
+             reported: list[Environment]):
     match message:
         case Ready(found):
-            environment.update(found)
+            reported.append(found)
         case Loaded(digest, error):
             assignment.digest, assignment.target_error = digest, error
         case CellStarted(key):

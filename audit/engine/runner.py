@@ -18,6 +18,7 @@ from audit.registry.load import today
 from audit.registry.model import Entry, Registry
 from audit.replays import script_command, script_name
 from audit.results.cells import Cell, judge
+from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome
 from audit.runtime.options import RunOptions
 
@@ -52,7 +53,7 @@ class RunResult:
     """Every audited entry, in registry order, the workers' environment, and what the cache served."""
 
     entries: tuple[EntryResult, ...]
-    environment: dict
+    environment: Environment
     cached: int = 0
     computed: int = 0
 
@@ -84,13 +85,13 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
             forget_environment(cache.folder)
         cache.prune()
     return RunResult(entries=tuple(collector.results[job.entry.name] for job in jobs),
-                     environment=run_environment(environment, options),
+                     environment=environment,
                      cached=sum(len(collector.served(job).outcomes) for job in jobs),
                      computed=sum(len(job.cells) for job in left))
 
 
-def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers, known: dict | None,
-             pinned: frozenset[str]) -> dict:
+def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers, known: Environment | None,
+             pinned: frozenset[str]) -> Environment:
     """Run ``jobs`` in workers (none started when there are none; the ``pinned`` checks' cells in one of them);
     the workers' environment, or with none started, this process's (``known`` when the result cache's store
     gave it)."""
@@ -99,11 +100,6 @@ def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers
     for worker in workers or ():
         worker.close()
     return known if known is not None else local_environment()
-
-
-def run_environment(workers: dict, options: RunOptions) -> dict:
-    """The workers' environment plus the run settings that change verdicts."""
-    return {**workers, "examples": options.examples, "compile_backend": options.compile_backend}
 
 
 @dataclass(frozen=True)
@@ -124,7 +120,7 @@ class Served:
         return self.outcomes.get(outcome.key) is not outcome
 
 
-def _look_up(jobs: list[Job], checks: dict, options: RunOptions, cache: Cache, environment: dict) -> dict:
+def _look_up(jobs: list[Job], checks: dict, options: RunOptions, cache: Cache, environment: Environment) -> dict:
     """What the cache holds for each job's cells, by entry name."""
     audit = audit_digest()
     base, folder = Path(options.base), Path(options.checks_dir) if options.checks_dir else None
@@ -132,7 +128,8 @@ def _look_up(jobs: list[Job], checks: dict, options: RunOptions, cache: Cache, e
                                     code_fingerprint(job.entry, base, folder), audit) for job in jobs}
 
 
-def _served(job: Job, checks: dict, options: RunOptions, cache: Cache, environment: dict, code, audit) -> Served:
+def _served(job: Job, checks: dict, options: RunOptions, cache: Cache, environment: Environment, code,
+            audit) -> Served:
     if code is None:
         return Served()
     keys, outcomes, digest = {}, {}, None

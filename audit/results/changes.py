@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from audit.results.cells import Cell
+from audit.results.environment import FIELDS as MACHINE
 from audit.results.matrix import Matrix, MatrixEntry
 
 GATING = {"fail", "error"}
 WORKING = {"pass", "xpass"}
 #: Environment keys that describe the machine and software; a change in any is an environment change.
-ENVIRONMENT_KEYS = ("torch", "python", "cuda", "devices", "platform", "examples", "compile_backend", "seed")
+ENVIRONMENT_KEYS = MACHINE + ("examples", "compile_backend", "seed")
 
 #: Change classes, in the order a reader meets them.
 CLASSES = ("regression", "fix", "still_failing", "newly_unsupported", "newly_passing", "newly_skipped",

@@ -15,7 +15,9 @@ from audit.contract import MATRIX_SCHEMA, Status
 from audit.errors import UsageError
 from audit.io import json_text, read_json, utc_timestamp
 from audit.results.cells import Cell
+from audit.results.environment import Environment
 from audit.results.passthrough import missing, restore, unknown
+from audit.runtime.options import RunOptions
 
 #: The keys of the contract's entry object: always written (the first row), written when set (the second).
 ENTRY_KEYS = ("name", "owner", "kind", "target", "digest", "cells")
@@ -131,10 +133,11 @@ def read_matrix(path: str) -> Matrix:
         raise UsageError(f"{path}: not a valid autograd-audit matrix: {type(exc).__name__}: {exc}") from None
 
 
-def build(result, registry, seed: int, strict: bool = False, shard: dict | None = None) -> Matrix:
-    """The matrix of an engine run, its verdict under ``strict``; ``shard``: which shard of a split run it is."""
+def build(result, registry, options: RunOptions, strict: bool = False, shard: dict | None = None) -> Matrix:
+    """The matrix of an engine run under ``options``, its verdict under ``strict``; ``shard``: which shard of a
+    split run it is."""
     return Matrix(entries=tuple(_entry(r) for r in result.entries),
-                  environment=environment(result.environment, registry, seed), created=utc_timestamp(),
+                  environment=environment(result.environment, registry, options), created=utc_timestamp(),
                   registry=repository_path(registry.path), shard=shard).judged(strict)
 
 
@@ -145,13 +148,12 @@ def _entry(result) -> MatrixEntry:
                        target_error=result.target_error or "")
 
 
-def environment(workers: dict, registry, seed: int) -> dict:
+def environment(machine: Environment, registry, options: RunOptions) -> dict:
     """The fingerprint: torch, Python, platform, CUDA, devices, git commit, registry digest, seed, and the
     run settings that change verdicts (examples per claimed cell, compile backend)."""
-    return {"torch": workers.get("torch"), "python": workers.get("python"), "cuda": workers.get("cuda"),
-            "devices": workers.get("devices", ["cpu"]), "platform": workers.get("platform"),
-            "git_commit": git_commit(Path(registry.path).parent), "registry_sha256": registry.sha256,
-            "seed": seed, "examples": workers.get("examples"), "compile_backend": workers.get("compile_backend")}
+    return {**machine.to_json(), "git_commit": git_commit(Path(registry.path).parent),
+            "registry_sha256": registry.sha256, "seed": options.seed, "examples": options.examples,
+            "compile_backend": options.compile_backend}
 
 
 def repository_path(path: str) -> str:
