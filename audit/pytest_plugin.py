@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from audit.contract import Status
+
 _RESULTS = pytest.StashKey[dict]()
 _REGISTRIES = pytest.StashKey[list]()
 
@@ -87,10 +89,10 @@ class AuditItem(pytest.Item):
         failing = [c for c in cells if c.gates(strict=False)]
         if failing:
             raise AuditFailure(self.entry, failing)
-        if cells and all(c.status.value == "skip" for c in cells):
+        if cells and all(c.status is Status.SKIP for c in cells):
             pytest.skip("; ".join(f"{c.dtype}, {c.device}: {c.message}" for c in cells))
-        not_holding = [c for c in cells if c.status.value in ("unsupported", "waived")]
-        if not_holding and not any(c.claimed and c.status.value == "pass" for c in cells):
+        not_holding = [c for c in cells if c.status in (Status.UNSUPPORTED, Status.WAIVED)]
+        if not_holding and not any(c.claimed and c.status is Status.PASS for c in cells):
             # Unclaimed (or waived) and it does not hold: recorded, not gated, and never shown as PASSED.
             pytest.xfail("; ".join(f"{c.dtype}, {c.device}: {c.status.value}: {c.message}" for c in not_holding))
 

@@ -9,11 +9,10 @@ from dataclasses import replace
 
 from audit.contract import CHECK_NAMES, Status
 from audit.registry.model import LAYER_KINDS
+from audit.reporters.statuses import SEVERITY
 from audit.results.cells import Cell, CellFailure
 from audit.results.matrix import Matrix, MatrixEntry
 
-#: Worst first: the status a group of cells (one check, several dtypes or devices) is shown as.
-SEVERITY = (Status.ERROR, Status.FAIL, Status.XPASS, Status.SKIP, Status.WAIVED, Status.UNSUPPORTED, Status.PASS)
 SHOWN = (Status.FAIL, Status.ERROR)
 
 
@@ -38,7 +37,8 @@ def short(name: str) -> str:
 
 
 def worst(cells: list[Cell]) -> Status | None:
-    """The most severe status among ``cells`` (None when there are none)."""
+    """The most severe status among ``cells`` (None when there are none): what a group of cells (one check,
+    several dtypes or devices) is shown as."""
     statuses = {c.status for c in cells}
     return next((s for s in SEVERITY if s in statuses), None)
 
