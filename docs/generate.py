@@ -11,8 +11,9 @@ A generated section sits in a hand-written page between two markers:
 
 Sources: the check table from the catalog's declarations (audit.checks.declarations(): contract and claim of
 each check, without importing torch), the registry keys from the JSON Schema (audit/schema/registry.schema.json),
-the profiles from audit.profiles, the pyproject.toml settings from audit.config, the command reference from
-click (audit.cli.cli).
+the profiles from audit.profiles through audit.runtime.settings.settle, the pyproject.toml settings from
+audit.config (derived from the settings' declarations, audit.runtime.settings), the command reference from click
+(audit.cli.cli).
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from audit.checks import declarations  # noqa: E402  (after the path: runs from 
 from audit.checks.interface import OPERATOR_KINDS  # noqa: E402
 from audit.cli import cli  # noqa: E402
 from audit.config import KEYS  # noqa: E402
-from audit.profiles import BUILTIN, DEFAULT, SETTINGS  # noqa: E402
+from audit.profiles import BUILTIN, DEFAULT  # noqa: E402
 from audit.registry.schema import schema_path  # noqa: E402
+from audit.runtime.settings import PROFILE, settable, settle  # noqa: E402
 
 BEGIN = "<!-- generated: {name} (python docs/generate.py; edit the source, not this) -->"
 END = "<!-- end generated: {name} -->"
@@ -133,11 +135,12 @@ def _yaml(value) -> str:
 
 
 def profiles() -> str:
-    """The built-in profiles and the defaults (audit.profiles)."""
-    rows = [(f"`{profile.name}`", *(_yaml(getattr(profile, setting)) for setting in SETTINGS))
+    """The built-in profiles and the defaults (audit.profiles): every setting a profile may set, as it settles."""
+    names = settable(PROFILE)
+    rows = [(f"`{profile.name}`", *(_yaml(getattr(settle(profile=dict(profile.values)), name)) for name in names))
             for profile in (*BUILTIN.values(), DEFAULT)]
     rows[-1] = ("no `--profile`", *rows[-1][1:])
-    return _table(("profile", *SETTINGS), rows)
+    return _table(("profile", *names), rows)
 
 
 def settings() -> str:
