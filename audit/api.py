@@ -55,7 +55,7 @@ class AuditResult:
                 return cell.status
         raise KeyError(f"{self.name} has no {check} cell for dtype {dtype}, device {device}")
 
-    def assert_ok(self) -> "AuditResult":
+    def assert_ok(self) -> AuditResult:
         """Raise :class:`AuditAssertionError` listing every failing cell, with its shrunk case."""
         if self.failures:
             lines = [f"{self.name}: {len(self.failures)} cell(s) failed (seed {self.seed}; the same call replays):"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import ClassVar
 
 import click
 
@@ -16,7 +17,7 @@ class Format(click.Choice):
     """A ``--format`` choice with one spelling per format across commands, and the usual aliases
     (``markdown`` for ``md``, ``terminal`` for ``text``)."""
 
-    ALIASES = {"markdown": "md", "terminal": "text"}
+    ALIASES: ClassVar[dict[str, str]] = {"markdown": "md", "terminal": "text"}
 
     def convert(self, value, param, ctx):
         return super().convert(self.ALIASES.get(value, value), param, ctx)

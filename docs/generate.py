@@ -176,10 +176,10 @@ def render(text: str, sections: dict) -> str:
     """``text`` with each generated section rewritten; a section's markers must be there."""
     for name, make in sections.items():
         begin, end = BEGIN.format(name=name), END.format(name=name)
-        pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.S)
-        if not pattern.search(text):
+        found = re.search(re.escape(begin) + r"\n.*?" + re.escape(end), text, re.DOTALL)
+        if not found:
             raise SystemExit(f"docs/generate.py: the markers of section {name!r} are missing:\n{begin}\n{end}")
-        text = pattern.sub(lambda _: f"{begin}\n{make()}\n{end}", text)
+        text = f"{text[:found.start()]}{begin}\n{make()}\n{end}{text[found.end():]}"
     return text
 
 

@@ -11,6 +11,7 @@ recomputes it with torch, as a run without the store would.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -45,10 +46,8 @@ def known(folder: Path) -> Environment:
 
     found = environment()
     record = {"fingerprint": now, "environment": found.to_json()}
-    try:
+    with contextlib.suppress(OSError):  # a read-only cache folder: the next run computes it again, nothing worse
         write_atomic(Path(folder) / STORE, json.dumps(record, sort_keys=True))
-    except OSError:  # a read-only cache folder: the next run computes it again, nothing worse
-        pass
     return found
 
 

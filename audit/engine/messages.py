@@ -1,7 +1,7 @@
 """What the engine and a worker process say over their pipes: one type per message, dispatched by type.
 
-The parent sends :class:`Assign` (and closes the pipe to end the worker); the worker answers :class:`Ready` once, then for
-each job :class:`Loaded`, and per cell :class:`CellStarted`, any :class:`ExampleDrawn` and :class:`StartUp`,
+The parent sends :class:`Assign` (and closes the pipe to end the worker); the worker answers :class:`Ready` once,
+then for each job :class:`Loaded`, and per cell :class:`CellStarted`, any :class:`ExampleDrawn` and :class:`StartUp`,
 then :class:`CellFinished`; :class:`JobDone` ends the job. :class:`Retiring`, after a cell or before
 :class:`JobDone`, says the worker serves nothing more.
 """

@@ -19,7 +19,7 @@ from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDra
 from audit.engine.parts import Wholes, split, take
 from audit.engine.worker import RANKS
 from audit.results.environment import Environment
-from audit.results.outcome import Outcome, error_outcome
+from audit.results.outcome import CellKey, Outcome, error_outcome
 from audit.runtime.channel import spawn, tail
 from audit.runtime.options import RunOptions
 from audit.runtime.reaper import end_group
@@ -40,7 +40,7 @@ class Worker:
     def __init__(self, options: RunOptions, ranks: bool = False):
         """``ranks``: the worker forks the distributed check's ranks at start-up (the worker that holds the run's
         distributed cells, see :mod:`audit.engine.parts`)."""
-        self.log = tempfile.TemporaryFile()
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115  (the worker's log, for as long as it lives: close())
         self.ranks = ranks
         args = [str(options.max_memory)] + ([RANKS] if ranks else [])
         child = spawn("audit.engine.worker", args, env=_worker_env(options), log=self.log)
@@ -98,7 +98,7 @@ class Assignment:
     outcomes: list = field(default_factory=list)
     digest: str | None = None
     target_error: str = ""
-    current: object = LOADING
+    current: CellKey | str | None = LOADING  #: a cell's key, LOADING, or None between cells
     budget: float = 0.0
     deadline: float = math.inf
     example: str = ""
@@ -106,7 +106,7 @@ class Assignment:
     starting: str = ""
     paused: tuple = ()
 
-    def expect(self, current, budget: float) -> None:
+    def expect(self, current: CellKey | str | None, budget: float) -> None:
         """From now on ``current`` runs (a cell's key; LOADING; None between cells), for at most ``budget`` s."""
         self.current, self.budget, self.deadline, self.example = current, budget, time.monotonic() + budget, ""
         self.starting, self.paused = "", ()
@@ -210,7 +210,7 @@ def _budget_note(assignment: Assignment, options: RunOptions) -> str:
     if assignment.starting:
         return (f"; this is the start-up budget for {assignment.starting} (the longer of "
                 f"{options.startup_timeout:g} s and --timeout), not the check's")
-    if assignment.current in (LOADING, None):
+    if not isinstance(assignment.current, CellKey):  # LOADING, or between cells
         return (f"; this is the start-up budget (the worker importing torch, then the target: the longer of "
                 f"{options.startup_timeout:g} s and --timeout); --timeout counts from the start of each check")
     if not assignment.job.claimed[assignment.current]:
@@ -266,7 +266,7 @@ def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOpt
     """The worker died or hung: blame the running cell, start a new worker, go on with the rest."""
     worker.close()
     current = assignment.current
-    if current == LOADING or current is None:
+    if not isinstance(current, CellKey):  # LOADING, or between cells
         for key in list(assignment.remaining):
             _record(assignment, error_outcome(key, f"{cause} while {LOADING}{note}"), listener)
     else:
@@ -283,8 +283,9 @@ def _count_loss(assignment: Assignment, listener: Listener, how: str) -> None:
     assignment.restarts += 1
     if assignment.restarts >= MAX_RESTARTS:
         for key in list(assignment.remaining):
-            _record(assignment, error_outcome(key, f"not run: this entry lost its worker {MAX_RESTARTS} times (it died, "
-                                                   f"hung or was retired as damaged; the last time it {how})"), listener)
+            message = (f"not run: this entry lost its worker {MAX_RESTARTS} times (it died, hung or was retired as "
+                       f"damaged; the last time it {how})")
+            _record(assignment, error_outcome(key, message), listener)
 
 
 def _go_on(fresh: Worker, assignment: Assignment, options: RunOptions, listener: Listener):

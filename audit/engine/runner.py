@@ -70,7 +70,7 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
     jobs = [job for job in (_job(entry, checks, options, only, devices) for entry in entries) if job.cells]
     cache = Cache(Path(options.cache_dir), options.cache_size) if options.cache_dir else None
     known = stored_environment(cache.folder) if cache else None  # without torch while its fingerprint holds
-    served = _look_up(jobs, checks, options, cache, known) if cache else {}
+    served = _look_up(jobs, checks, options, cache, known) if cache and known is not None else {}
     judging = Judging(checks, registry.path, options.seed, options.compile_backend, out)
     collector = Collector(jobs, judging, cache, served, on_event)
     left = [job.only(key for key in job.cells if not collector.served(job).has(key)) for job in jobs]
@@ -204,7 +204,7 @@ class Collector:
     def _store(self, job: Job, digest: str | None) -> None:
         keys = self.served(job).keys
         for outcome in self.fresh.get(job.entry.name, []):
-            if keys.get(outcome.key):
+            if keys.get(outcome.key) and self.cache:
                 self.cache.put(keys[outcome.key], outcome, digest)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from audit.contract import COMPLEX_DTYPES, DTYPE_ORDER, REAL_PART
@@ -52,7 +53,7 @@ class TensorSpec:
     registry's ``layout:``, one of :data:`SPARSE_LAYOUTS`) makes it a sparse tensor whose pattern specifies
     about ``density`` of its elements (None: dense, strided; not the memory layouts checks draw)."""
 
-    shape: tuple
+    shape: tuple[int | str, ...]
     domain: tuple[float, float] = DEFAULT_DOMAIN
     kinks: tuple[float, ...] = ()
     requires_grad: bool = True
@@ -70,7 +71,7 @@ class TensorSpec:
         """Whether the audit asks for a gradient with respect to this input."""
         return self.requires_grad and (self.dtype is None or self.dtype in FLOAT_DTYPES)
 
-    def is_complex(self, cell_dtypes) -> bool:
+    def is_complex(self, cell_dtypes: Iterable[str]) -> bool:
         """Whether this input is drawn complex: pinned complex, or unpinned in an entry claiming complex dtypes."""
         return self.dtype in COMPLEX_DTYPES if self.dtype else any(d in COMPLEX_DTYPES for d in cell_dtypes)
 
@@ -133,8 +134,9 @@ class ToleranceOverride:
 
 #: Units of a low-precision dtype's precision (its eps) a correct result may be off by, as a share of the
 #: tensor's largest value. Measured on correct code (softmax, logsumexp, layer norm, sparsemax, centering,
-#: Gram matrices; shapes 3x5 to 2x64, bench in docs/checks.md, Half precision): up to 5.7 eps, so 8 leaves room, while a wrong
-#: half-precision path (a constant off by 3% in float16, garbage, an overflow) stays far outside.
+#: Gram matrices; shapes 3x5 to 2x64, bench in docs/checks.md, Half precision): up to 5.7 eps, so 8 leaves
+#: room, while a wrong half-precision path (a constant off by 3% in float16, garbage, an overflow) stays far
+#: outside.
 LOW_PRECISION_EPS = 8
 _EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
 
@@ -188,7 +190,7 @@ class Entry:
     owners: tuple[str, ...]
     kind: EntryKind
     target: str
-    inputs: tuple
+    inputs: tuple[TensorSpec | ValueSpec, ...]
     line: int = 1
     load: tuple[str, ...] = ()
     reference: str | None = None

@@ -133,7 +133,7 @@ def headline(matrix: Matrix) -> str:
     if probes:
         gated = matrix.verdict == "fail" and not any(c.claimed and c.gates(False) for c in cells)
         parts.append(f"{probes} in unclaimed probes ({'their xpass gates under --strict' if gated else 'do not gate'})")
-    return f"autograd-audit: {matrix.verdict.upper()}: " + "; ".join(parts)
+    return f"autograd-audit: {(matrix.verdict or '?').upper()}: " + "; ".join(parts)
 
 
 def _counts(cells) -> str:

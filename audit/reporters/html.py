@@ -48,7 +48,8 @@ def _counts(matrix: Matrix) -> str:
 def _failures(matrix: Matrix) -> str:
     found = problems(matrix)
     if not found:
-        return '<section class="failures"><h2>Failures</h2><p class="none">None: every gating cell passed.</p></section>'
+        return ('<section class="failures"><h2>Failures</h2><p class="none">None: every gating cell passed.</p>'
+                '</section>')
     items = []
     for entry, cell in found:
         case = json.dumps(cell.case, indent=1) if cell.case else ""
@@ -120,7 +121,8 @@ def _grid(matrix: Matrix, cells: list) -> str:
                        f'title="{escape(name)}: {escape(tip)}" tabindex="0">{PRESENTATION[status].symbol}</td>')
         owners = ", ".join(entry.owners)
         body.append(f'<tr data-owners="{escape(json.dumps(list(entry.owners)))}"><th class="name">'
-                    f'{escape(row_label(entry, device))}</th><td class="owner">{escape(owners)}</td>{"".join(tds)}</tr>')
+                    f'{escape(row_label(entry, device))}</th><td class="owner">{escape(owners)}</td>'
+                    f'{"".join(tds)}</tr>')
     return (f'<table class="grid"><thead><tr><th>entry</th><th>owner</th>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>')
 

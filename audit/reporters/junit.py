@@ -46,7 +46,7 @@ def _testcase(matrix: Matrix, entry: MatrixEntry, cell: Cell) -> ET.Element:
                   "time": f"{cell.seconds:.3f}"}
     if matrix.registry:
         attributes.update(file=_clean(matrix.registry), line=str(entry.registry_line))
-    case = ET.Element("testcase", **attributes)
+    case = ET.Element("testcase", attrib=attributes)
     element, message = PRESENTATION[cell.status].junit, _clean(cell.message)
     detail = _clean("\n".join(filter(None, [cell.message, f"owner: {attributes['classname']}",
                                             f"repro: {cell.repro}", *also_lines(cell)])))

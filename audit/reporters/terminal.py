@@ -74,7 +74,7 @@ def _parts(matrix: Matrix, title: str, width: int) -> list:
     if shown and groups is None:
         parts = [Text(f"{printable(row_label(e, d))}: " + ", ".join(
             f"{short(n)} {mark(s)}" for n in names if (s := _status(e, n, d)))) for e, d in shown]
-    elif shown:
+    elif shown and groups:
         parts = [_table(shown, group_names, title if len(groups) == 1 else f"{title} ({i}/{len(groups)})")
                  for i, group_names in enumerate(groups, 1)]
     return parts + [Text(printable(line), style=style(Status.SKIP)) for line in collapsed]

@@ -7,6 +7,7 @@ reporters in :mod:`audit.reporters.changes` render it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from audit.results.cells import Cell
 from audit.results.environment import FIELDS as MACHINE
@@ -76,7 +77,7 @@ class Diff:
         """Whether any cell regressed: the diff's exit code is 1."""
         return bool(self.of("regression"))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """A JSON-ready form, keys sorted by the writer."""
         return {
             "schema": "audit-diff/1",
@@ -153,12 +154,12 @@ def _cells(entry: MatrixEntry) -> dict[tuple[str, str, str], Cell]:
     return {(c.check, c.dtype, c.device): c for c in entry.cells}
 
 
-def _label(name: str, key) -> str:
+def _label(name: str, key: tuple[str, str, str]) -> str:
     check, dtype, device = key
     return f"{name} {check} ({dtype}, {device})"
 
 
-def _change_json(change: CellChange) -> dict:
+def _change_json(change: CellChange) -> dict[str, Any]:
     return {"entry": change.entry, "owner": list(change.owners), "check": change.check, "dtype": change.dtype,
             "device": change.device, "old": change.old, "new": change.new, "message": change.message,
             "repro": change.repro}

@@ -135,7 +135,7 @@ class Declared:
         return typing.get_origin(self.type) is tuple
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def declared(cls: type = Settings) -> tuple[Declared, ...]:
     """Every setting of ``cls`` (:class:`Settings`, or one extending it), in field order."""
     hints = typing.get_type_hints(cls)
@@ -153,7 +153,7 @@ def settable(source: str, cls: type = Settings) -> tuple[str, ...]:
 
 
 #: How a source that may not set a key refuses it: in the words of the registry's schema for a profile.
-REFUSALS = {PYPROJECT: "{where}[tool.%s] unknown key {key!r}; expected one of: {allowed}" % SECTION,
+REFUSALS = {PYPROJECT: f"{{where}}[tool.{SECTION}] unknown key {{key!r}}; expected one of: {{allowed}}",
             PROFILE: "{where}.{key}: unknown key; expected one of: {allowed}"}
 _NONE: Mapping[str, Any] = {}
 

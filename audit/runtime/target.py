@@ -8,7 +8,8 @@ import inspect
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from audit.errors import AuditError
 from audit.registry.model import LAYER_KINDS, Entry, EntryKind
@@ -82,9 +83,7 @@ def _op(target: str):
                           f"listed in load?): {exc}") from exc
 
 
-def _callable(entry: Entry, obj) -> Callable:
-    import torch
-
+def _callable(entry: Entry, obj: Any) -> Callable:
     if entry.kind in LAYER_KINDS:
         if not callable(obj):
             raise TargetError(f"{entry.target} is not a factory (got {type(obj).__name__}): kind {entry.kind} "
@@ -92,13 +91,20 @@ def _callable(entry: Entry, obj) -> Callable:
                                                                      "(model, make_batch, loss) triple"))
         return ModuleCall(obj) if entry.kind == EntryKind.MODULE else obj
     if entry.kind == EntryKind.FUNCTION:
-        if not (inspect.isclass(obj) and issubclass(obj, torch.autograd.Function)):
+        if not _autograd_function(obj):
             raise TargetError(f"{entry.target} is not a torch.autograd.Function subclass "
                               f"(got {type(obj).__name__}); use kind: callable for plain functions")
         return obj.apply
     if not callable(obj):
         raise TargetError(f"{entry.target} is not callable (got {type(obj).__name__})")
     return obj
+
+
+def _autograd_function(obj: object) -> bool:
+    """Whether ``obj`` is a torch.autograd.Function subclass."""
+    import torch
+
+    return inspect.isclass(obj) and issubclass(obj, torch.autograd.Function)
 
 
 class ModuleCall:

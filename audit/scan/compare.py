@@ -29,8 +29,8 @@ def compare(findings: list[Finding], registry, *, resolve: bool = True) -> Compa
     """Match findings to entries: a Function to a ``function`` entry naming it (through any alias) or to a
     ``callable``/``module`` entry defined in the Function's own module (a wrapper registered beside it
     covers it); an operator to an ``op`` entry of the same ``namespace::name``."""
-    by_target = {}
-    wrappers = {}
+    by_target: dict[str, str] = {}
+    wrappers: dict[str, str] = {}
     for entry in registry.entries if registry else ():
         for key in _keys(entry, resolve):
             by_target.setdefault(key, entry.name)

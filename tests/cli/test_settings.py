@@ -122,6 +122,6 @@ def test_the_engines_defaults_are_the_settings_defaults():
 
 
 def test_a_bad_size_names_its_flag():
-    with pytest.raises(UsageError, match="^--cache-size: expected a size like 512M or 4G, got 'big'$"):
+    with pytest.raises(UsageError, match=r"^--cache-size: expected a size like 512M or 4G, got 'big'$"):
         RunOptions.of(settle(flags={"cache_size": "big"}))
     assert parse_size("0") == 0 and parse_size("512M") == 512 << 20
