@@ -39,26 +39,26 @@ def _declarations(found) -> tuple[str, ...]:
 
 def _shape(found) -> dict:
     """click's keywords for a setting: a flag, a count, or a value of its type (repeatable for a tuple)."""
-    declared = found.setting
-    if found.type is bool and not declared.switch:
-        return {"is_flag": True, "help": declared.help}
-    if declared.count:
-        return {"count": True, "help": declared.help}
+    meta = found.setting
+    if found.type is bool and not meta.switch:
+        return {"is_flag": True, "help": meta.help}
+    if meta.count:
+        return {"count": True, "help": meta.help}
     shown = not found.repeated and found.default is not None
     return {"default": found.default, "show_default": shown, "multiple": found.repeated, "type": _type(found),
-            "metavar": declared.metavar, "help": declared.help}
+            "metavar": meta.metavar, "help": meta.help}
 
 
 def _type(found):
     """The click type of a setting's values: its choices, a path, a bounded number, or its Python type."""
-    declared = found.setting
-    if declared.choices:
-        return (Format if declared.aliases else click.Choice)(list(declared.choices))
-    if declared.path:
-        return click.Path(dir_okay=declared.path != "file", file_okay=declared.path != "dir")
-    if found.type in (int, float) and declared.minimum is not None:
+    meta = found.setting
+    if meta.choices:
+        return (Format if meta.aliases else click.Choice)(list(meta.choices))
+    if meta.path:
+        return click.Path(dir_okay=meta.path != "file", file_okay=meta.path != "dir")
+    if found.type in (int, float) and meta.minimum is not None:
         bounded = click.IntRange if found.type is int else click.FloatRange
-        return bounded(min=declared.minimum, min_open=declared.exclusive)
+        return bounded(min=meta.minimum, min_open=meta.exclusive)
     return found.type if found.type in (int, float, bool) else click.STRING
 
 

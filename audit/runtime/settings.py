@@ -37,7 +37,7 @@ class Setting:
     set it. ``also``: the other commands whose option of the same name ``pyproject.toml`` sets with it.
     """
 
-    help: str | None
+    help: str
     flags: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()
     minimum: float | None = None
