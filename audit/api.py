@@ -13,11 +13,14 @@ again, and its message carries the shrunk case.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import yaml
 
 from audit.contract import Status
+from audit.registry.model import EntryKind
+from audit.runtime.settings import API, declared, settable, settle
 
 #: What an entry built from objects is called in the registry text it is validated as.
 PLACEHOLDER = "audit_api_target:Target"
@@ -52,7 +55,7 @@ class AuditResult:
                 return cell.status
         raise KeyError(f"{self.name} has no {check} cell for dtype {dtype}, device {device}")
 
-    def assert_ok(self) -> "AuditResult":
+    def assert_ok(self) -> AuditResult:
         """Raise :class:`AuditAssertionError` listing every failing cell, with its shrunk case."""
         if self.failures:
             lines = [f"{self.name}: {len(self.failures)} cell(s) failed (seed {self.seed}; the same call replays):"]
@@ -68,10 +71,12 @@ class AuditResult:
 
 
 def audit(target, *, inputs, name: str | None = None, owner="@tests", kind: str | None = None, reference=None,
-          checks=None, examples: int = 20, seed: int = 0, devices=None, compile_backend: str = "aot_eager",
-          **keys) -> AuditResult:
+          devices=None, **keys) -> AuditResult:
     """Audit ``target`` (an autograd.Function subclass, a torch.library op, a callable, or a
-    ``"module:Qualname"`` / ``"namespace::op"`` string) on the entry described by the keywords."""
+    ``"module:Qualname"`` / ``"namespace::op"`` string) on the entry described by the keywords.
+
+    The run settings the API takes (:func:`keywords`: ``checks``, ``examples``, ``seed``, ``compile_backend``) are
+    keywords too; ``devices`` are the entry's claimed devices."""
     from audit.results.cells import judge
     from audit.checks import builtin
     from audit.engine.cell import run_cell
@@ -79,11 +84,12 @@ def audit(target, *, inputs, name: str | None = None, owner="@tests", kind: str 
     from audit.engine.plan import claims, plan
     from audit.registry.load import parse_registry, today
 
+    settings = settle({key: keys.pop(key) for key in keywords() if key in keys})
     kind = kind or _kind(target)
     text_target = _target_text(target, kind)
     if not name:
-        name = text_target.replace("::", ".") if kind == "op" or isinstance(target, str) else target.__name__
-    spec = {"name": _safe(name), "owner": owner, "kind": kind, "target": text_target, "inputs": inputs, **keys}
+        name = text_target.replace("::", ".") if kind == EntryKind.OP or isinstance(target, str) else target.__name__
+    spec = {"name": _safe(name), "owner": owner, "kind": str(kind), "target": text_target, "inputs": inputs, **keys}
     if reference is not None:
         spec["reference"] = reference if isinstance(reference, str) else PLACEHOLDER
     if devices:
@@ -91,34 +97,51 @@ def audit(target, *, inputs, name: str | None = None, owner="@tests", kind: str 
     text = yaml.safe_dump({"version": 1, "entries": [spec]}, sort_keys=False)
     entry = parse_registry(text.encode(), f"<audit({name})>").entries[0]
     table = builtin()
-    keys_ = plan(entry, table, only=set(checks) if checks else None)
+    keys_ = plan(entry, table, only=set(settings.checks) if settings.checks else None)
     claimed = claims(entry, table, keys_)
     resolved = _resolve(entry, target, reference)
-    options = RunOptions(examples=examples, seed=seed, compile_backend=compile_backend)
+    options = RunOptions.of(settings)
     cells = []
     for key in keys_:
         outcome = run_cell(entry, resolved, table[key.check], key, options, claimed[key])
         cells.append(judge(entry, outcome, claimed=claimed[key], claim=table[key.check].claim, today=today(),
-                           repro=f"audit(...) with seed={seed}"))
-    return AuditResult(name=entry.name, cells=tuple(cells), seed=seed)
+                           repro=f"audit(...) with seed={settings.seed}"))
+    return AuditResult(name=entry.name, cells=tuple(cells), seed=settings.seed)
 
 
-def _kind(target) -> str:
+def keywords() -> tuple[str, ...]:
+    """The run settings :func:`audit` takes as keywords: those declared for the API (:mod:`audit.runtime.settings`)."""
+    return settable(API)
+
+
+def _signature() -> inspect.Signature:
+    """:func:`audit`'s signature with the API's run settings as keywords, each at its default, before ``**keys``."""
+    own = inspect.signature(audit)
+    named = [p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    extra = [inspect.Parameter(d.name, inspect.Parameter.KEYWORD_ONLY, default=d.default, annotation=d.type)
+             for d in declared() if d.name in keywords()]
+    return own.replace(parameters=[*named, *extra, own.parameters["keys"]])
+
+
+audit.__signature__ = _signature()  # type: ignore[attr-defined]
+
+
+def _kind(target) -> EntryKind:
     import torch
 
     if isinstance(target, str):
-        return "op" if "::" in target else "function"
+        return EntryKind.OP if "::" in target else EntryKind.FUNCTION
     if isinstance(target, type) and issubclass(target, torch.autograd.Function):
-        return "function"
+        return EntryKind.FUNCTION
     if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or hasattr(target, "_opoverload"):
-        return "op"
-    return "callable"
+        return EntryKind.OP
+    return EntryKind.CALLABLE
 
 
 def _target_text(target, kind: str) -> str:
     if isinstance(target, str):
         return target
-    if kind == "op":
+    if kind == EntryKind.OP:
         op = getattr(target, "_opoverload", target)
         return str(getattr(op, "_name", None) or op.name())
     return PLACEHOLDER
@@ -136,7 +159,7 @@ def _resolve(entry, target, reference):
         found = resolve(replace(entry, reference=None), Path.cwd())
         return Target(fn=found.fn, reference=reference, digest=found.digest, obj=found.obj)
     obj = getattr(target, "_opoverload", target)
-    fn = obj.apply if entry.kind == "function" else obj
+    fn = obj.apply if entry.kind == EntryKind.FUNCTION else obj
     ref = resolve_reference(reference)
     return Target(fn=fn, reference=ref, digest="python-api", obj=obj)
 

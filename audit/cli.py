@@ -3,50 +3,89 @@
 from __future__ import annotations
 
 import sys
+from typing import ClassVar
 
 import click
 
 from audit import __version__
 from audit.contract import Exit
 from audit.errors import AuditError, RegistryError
+from audit.runtime.settings import Settings, declared
 
-COMPILE_BACKEND = click.option("--compile-backend", default="aot_eager", show_default=True,
-                               type=click.Choice(["aot_eager", "inductor", "eager"]),
-                               help="torch.compile backend of the compile check (aot_eager: Dynamo and "
-                                    "AOTAutograd, fast; inductor: the real code generator, slow to compile).")
+
 class Format(click.Choice):
     """A ``--format`` choice with one spelling per format across commands, and the usual aliases
     (``markdown`` for ``md``, ``terminal`` for ``text``)."""
 
-    ALIASES = {"markdown": "md", "terminal": "text"}
+    ALIASES: ClassVar[dict[str, str]] = {"markdown": "md", "terminal": "text"}
 
     def convert(self, value, param, ctx):
         return super().convert(self.ALIASES.get(value, value), param, ctx)
 
 
-OUTPUT_FORMAT = click.option("--format", "output_format", type=Format(["text", "github", "json", "sarif"]),
-                             default="text", show_default=True,
-                             help="text (alias terminal): the report; github: error annotations at each failing "
-                                  "entry's registry line before it, and a job summary when $GITHUB_STEP_SUMMARY "
-                                  "is set; json: the matrix on stdout; sarif: SARIF 2.1.0 on stdout (code "
-                                  "scanning).")
-VERBOSITY = click.option("-v", "--verbose", "verbosity", count=True,
-                         help="-v: also every skip, unsupported, waived and xpass cell with its reason.")
-QUIET = click.option("-q", "--quiet", is_flag=True, help="Only the failures and the verdict (no table, no progress).")
-REGISTRY = click.option("--registry", "registry", default="registry.yaml", show_default=True,
-                        type=click.Path(dir_okay=False), help="The registry file.")
+def setting_option(name: str, cls: type = Settings, **overrides):
+    """The click option of the run setting ``name``, made from its declaration in ``cls``
+    (:mod:`audit.runtime.settings`): flag, type, default and help; ``overrides`` for a command that takes it with
+    another help."""
+    found = next(d for d in declared(cls) if d.name == name)
+    return click.option(*_declarations(found), name, **{**_shape(found), **overrides})
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _declarations(found) -> tuple[str, ...]:
+    """The flags of a setting: a switch is one ``--x/--no-x`` declaration."""
+    flags = found.setting.flags or (found.flag,)
+    return (f"{found.flag}/--no-{found.flag[2:]}",) if found.setting.switch else flags
+
+
+def _shape(found) -> dict:
+    """click's keywords for a setting: a flag, a count, or a value of its type (repeatable for a tuple)."""
+    meta = found.setting
+    if found.type is bool and not meta.switch:
+        return {"is_flag": True, "help": meta.help}
+    if meta.count:
+        return {"count": True, "help": meta.help}
+    shown = not found.repeated and found.default is not None
+    return {"default": found.default, "show_default": shown, "multiple": found.repeated, "type": _type(found),
+            "metavar": meta.metavar, "help": meta.help}
+
+
+def _type(found):
+    """The click type of a setting's values: its choices, a path, a bounded number, or its Python type."""
+    meta = found.setting
+    if meta.choices:
+        return (Format if meta.aliases else click.Choice)(list(meta.choices))
+    if meta.path:
+        return click.Path(dir_okay=meta.path != "file", file_okay=meta.path != "dir")
+    if found.type in (int, float) and meta.minimum is not None:
+        bounded = click.IntRange if found.type is int else click.FloatRange
+        return bounded(min=meta.minimum, min_open=meta.exclusive)
+    return found.type if found.type in (int, float, bool) else click.STRING
+
+
+def setting_options(cls: type = Settings):
+    """A decorator adding every run setting of ``cls`` as an option, in declaration order (``audit run``)."""
+    def add(function):
+        for found in reversed(declared(cls)):
+            function = setting_option(found.name, cls)(function)
+        return function
+
+    return add
+
+
+def _cli_help() -> str:
+    from audit.config import KEYS
+
+    return f"""Prove custom autograd code in PyTorch is correct.
+
+    Settings may live in pyproject.toml under [tool.autograd-audit] ({', '.join(KEYS)}), found from any folder
+    below it; options given here win.
+    """
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, help=_cli_help())
 @click.version_option(__version__, prog_name="autograd-audit")
 @click.pass_context
 def cli(ctx) -> None:
-    """Prove custom autograd code in PyTorch is correct.
-
-    Settings may live in pyproject.toml under [tool.autograd-audit] (registry, out, profile, jobs,
-    examples, seed, devices, compile_backend, timeout, unclaimed_timeout, max_memory, strict, cache, cache_dir,
-    cache_size, progress), found from any folder below it; options given here win.
-    """
     from pathlib import Path
 
     from audit.config import default_map
@@ -60,49 +99,16 @@ def cli(ctx) -> None:
 
 
 @cli.command("run")
-@REGISTRY
-@click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for matrix.json, matrix.md and replay scripts.")
-@click.option("--select", multiple=True, help="Entry names or glob patterns (repeatable).")
-@click.option("--check", "checks", multiple=True, help="Only these checks (repeatable).")
-@click.option("--device", "devices", multiple=True, type=click.Choice(["cpu", "cuda", "mps"]),
-              help="Only these devices (repeatable).")
-@click.option("--examples", default=20, show_default=True, type=click.IntRange(1), help="Examples per claimed cell.")
-@click.option("--seed", default=0, show_default=True, type=int, help="The run's seed; recorded in the matrix.")
-@click.option("-j", "--jobs", default=1, show_default=True, type=click.IntRange(1), help="Worker processes.")
-@click.option("--timeout", default=300.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
-              help="Seconds per check before the worker is killed (a worker's start-up, importing torch and "
-                   "the target, has its own budget: the longer of 120 s and this).")
-@click.option("--unclaimed-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
-              help="Seconds per unclaimed cell (never more than --timeout): it cannot fail the gate, so a probe "
-                   "that hangs is not waited for as long as a claimed check.")
-@click.option("--max-memory", default="8G", show_default=True, help="Memory cap per worker (e.g. 512M, 4G; 0: none).")
-@COMPILE_BACKEND
-@click.option("--strict", is_flag=True, help="skip and xpass cells fail the gate too.")
-@click.option("--progress", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
-              help="A progress bar on a terminal (auto), a line per entry otherwise.")
-@click.option("--profile", default=None,
-              help="premerge (10 examples, cache on), intake (the defaults), upgrade (50 examples, inductor, "
-                   "no cache), or one from the registry's profiles; flags given here win.")
-@click.option("--cache/--no-cache", default=False, show_default=True,
-              help="Reuse cells whose spec, code, check, torch, Python, device, seed and examples are unchanged.")
-@click.option("--cache-dir", default=None, type=click.Path(file_okay=False),
-              help="Where cached cells live (default: .audit-cache beside the registry).")
-@click.option("--cache-size", default="512M", show_default=True, help="Bound on the cache; least recently used go.")
-@click.option("--shard", default=None, metavar="K/N", help="Audit only the K-th of N deterministic shards of the "
-                                                             "entries (merge the shards with audit merge).")
-@click.option("--durations", default=None, type=click.Path(dir_okay=False),
-              help="An earlier matrix whose recorded seconds balance the shards (else: by entry count).")
-@OUTPUT_FORMAT
-@VERBOSITY
-@QUIET
+@setting_options()
 @click.pass_context
 def run_command(ctx, **options) -> None:
     """Audit the registry: write the matrix and reports, exit 1 if the gate fails."""
     from audit.commands.run import run
 
-    explicit = {name for name in options if ctx.get_parameter_source(name) in _GIVEN}
-    _exit(lambda: run(**options, explicit=frozenset(explicit)))
+    def given(sources) -> dict:
+        return {name: value for name, value in options.items() if ctx.get_parameter_source(name) in sources}
+
+    _exit(lambda: run(flags=given(FLAGS), pyproject=given(PYPROJECT)))
 
 
 @cli.command("validate")
@@ -115,7 +121,7 @@ def validate_command(files) -> None:
 
 
 @cli.command("list")
-@REGISTRY
+@setting_option("registry")
 @click.option("--select", multiple=True, help="Entry names or glob patterns (repeatable).")
 def list_command(registry: str, select) -> None:
     """List entries, their owners and the cells an audit would run."""
@@ -127,16 +133,16 @@ def list_command(registry: str, select) -> None:
 @cli.command("repro")
 @click.argument("entry")
 @click.argument("check")
-@REGISTRY
+@setting_option("registry")
 @click.option("--dtype", default=None, help="The cell's dtype (default: the check's first).")
 @click.option("--device", default="cpu", show_default=True)
-@click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--examples", default=20, show_default=True, type=click.IntRange(1))
+@setting_option("seed", help=None)
+@setting_option("examples", help=None)
 @click.option("--matrix", default="reports/matrix.json", show_default=True, type=click.Path(dir_okay=False),
               help="Replay the shrunk case stored here when it matches; else search again.")
 @click.option("--failure", default=1, show_default=True, type=click.IntRange(1),
               help="Which of the cell's distinct failures to replay (its 'also:' lines are 2, 3).")
-@COMPILE_BACKEND
+@setting_option("compile_backend")
 def repro_command(**options) -> None:
     """Re-run one cell's shrunk failing case and print its inputs and the mismatch."""
     from audit.commands.repro import repro
@@ -160,10 +166,9 @@ def diff_cli(**options) -> None:
 
 @cli.command("merge")
 @click.argument("shards", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for the merged matrix.json, matrix.md and the shards' replay scripts.")
-@click.option("--strict", is_flag=True, help="skip and xpass cells fail the gate too.")
-@OUTPUT_FORMAT
+@setting_option("out", help="Folder for the merged matrix.json, matrix.md and the shards' replay scripts.")
+@setting_option("strict")
+@setting_option("output_format")
 def merge_cli(**options) -> None:
     """Combine shard matrices into one; exit 2 if a shard is missing or the shards disagree."""
     from audit.commands.merge import merge_command
@@ -176,8 +181,8 @@ def merge_cli(**options) -> None:
 @click.option("--format", "output_format", type=Format(["text", "md", "html", "junit", "github", "json", "sarif"]),
               default="text", show_default=True, help="The report to render (md: alias markdown).")
 @click.option("--by-owner", is_flag=True, help="One table per owner.")
-@VERBOSITY
-@QUIET
+@setting_option("verbosity")
+@setting_option("quiet")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 def report_cli(**options) -> None:
     """Re-render a saved matrix in any format (exit 0: rendering does not gate)."""
@@ -192,7 +197,7 @@ def report_cli(**options) -> None:
               help="Read these files or folders instead of (or as well as) running MODEL (repeatable).")
 @click.option("--input-shape", multiple=True, help="When MODEL returns only a module: one per input, e.g. 2,8.")
 @click.option("--dtype", default="float32", show_default=True, help="dtype of the random inputs --input-shape makes.")
-@REGISTRY
+@setting_option("registry")
 @click.option("--format", "output_format", type=Format(["text", "json"]), default="text", show_default=True)
 @click.option("--write", is_flag=True, help="Append a registry stub for each unregistered item (comments kept).")
 def scan_cli(**options) -> None:
@@ -220,10 +225,11 @@ def schema_command() -> None:
     click.echo(schema_path())
 
 
-#: Where a setting counts as chosen, so that it wins over a profile's: the command line, the environment
-#: and pyproject.toml's [tool.autograd-audit] (click's default map).
-_GIVEN = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT,
-          click.core.ParameterSource.DEFAULT_MAP)
+#: Where each tier of the run's settings comes from (see audit.runtime.settings.settle): a flag is given on the
+#: command line or in an AUDIT_RUN_* environment variable; pyproject.toml's [tool.autograd-audit] reaches click as
+#: its default map.
+FLAGS = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+PYPROJECT = (click.core.ParameterSource.DEFAULT_MAP,)
 
 
 def _exit(command) -> None:

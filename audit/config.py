@@ -1,5 +1,6 @@
-"""Settings from ``[tool.autograd-audit]`` in ``pyproject.toml``: the command line over the file over
-the built-in defaults, found from any folder below the project."""
+"""Settings from ``[tool.autograd-audit]`` in ``pyproject.toml``, found from any folder below the project: the
+keys the settings' declarations allow there (:mod:`audit.runtime.settings`), handed to click as the defaults
+of each command that takes them (a flag wins over them, and they over a profile)."""
 
 from __future__ import annotations
 
@@ -7,33 +8,17 @@ import sys
 from pathlib import Path
 
 from audit.errors import UsageError
+from audit.runtime.settings import PYPROJECT, SECTION, declared, refuse
 
-SECTION = "autograd-audit"
-#: key in the file -> (the commands it sets, whether it is a path, relative to the file's folder)
-KEYS = {
-    "registry": (("run", "list", "repro"), True),
-    "out": (("run",), True),
-    "profile": (("run",), False),
-    "jobs": (("run",), False),
-    "examples": (("run", "repro"), False),
-    "seed": (("run", "repro"), False),
-    "devices": (("run",), False),
-    "compile_backend": (("run", "repro"), False),
-    "timeout": (("run",), False),
-    "unclaimed_timeout": (("run",), False),
-    "max_memory": (("run",), False),
-    "strict": (("run", "merge"), False),
-    "cache": (("run",), False),
-    "cache_dir": (("run",), True),
-    "cache_size": (("run",), False),
-    "progress": (("run",), False),
-}
+#: key in the file -> (the commands it sets, whether it is a path, relative to the file's folder): the settings
+#: ``pyproject.toml`` may set (:mod:`audit.runtime.settings`), each for ``audit run`` and the commands it names.
+KEYS = {d.name: (("run", *d.setting.also), bool(d.setting.path)) for d in declared() if PYPROJECT in d.setting.sources}
 
 
 #: Paths whose command-line default is relative to the working directory: with a settings file they are
 #: relative to the file's folder (the project's root), as ruff and pytest root theirs, so that ``audit run``
 #: from any subfolder audits the project's registry into the project's reports.
-ROOTED_DEFAULTS = {"registry": "registry.yaml", "out": "reports"}
+ROOTED_DEFAULTS = {d.name: d.default for d in declared() if d.name in KEYS and d.setting.path and d.default}
 
 
 def find(start: Path) -> Path | None:
@@ -54,9 +39,7 @@ def default_map(start: Path) -> dict:
     table = _read(path)["tool"][SECTION]
     if not isinstance(table, dict):
         raise UsageError(f"{path}: [tool.{SECTION}] must be a table")
-    unknown = sorted(set(table) - set(KEYS))
-    if unknown:
-        raise UsageError(f"{path}: [tool.{SECTION}] unknown key {unknown[0]!r}; expected one of: {', '.join(KEYS)}")
+    refuse(table, PYPROJECT, where=f"{path}: ")
     defaults: dict = {}
     for key, value in {**ROOTED_DEFAULTS, **table}.items():
         commands, is_path = KEYS[key]

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from audit.contract import Status
+from audit.runtime.settings import PLUGIN, declared, settable, settle
+
 _RESULTS = pytest.StashKey[dict]()
 _REGISTRIES = pytest.StashKey[list]()
 
@@ -20,9 +23,21 @@ def pytest_addoption(parser) -> None:
     group = parser.getgroup("autograd-audit")
     group.addoption("--audit-registry", action="append", default=[], metavar="PATH",
                     help="Audit this registry's entries as test items (repeatable).")
-    group.addoption("--audit-examples", type=int, default=20, metavar="N", help="Examples per claimed cell.")
-    group.addoption("--audit-seed", type=int, default=0, metavar="SEED", help="The audit's seed.")
-    group.addoption("--audit-jobs", type=int, default=1, metavar="N", help="Audit worker processes.")
+    for found in declared():  # the run settings declared for the plugin, each --audit-NAME
+        if PLUGIN in found.setting.sources:
+            group.addoption(_option(found.name), type=found.type, default=None, metavar=found.name.upper(),
+                            help=f"{found.setting.help} (default: {found.default})")
+
+
+def _option(name: str) -> str:
+    """The plugin's option for the run setting ``name``: ``--audit-`` and its name."""
+    return f"--audit-{name.replace('_', '-')}"
+
+
+def _settings(config):
+    """The run settings the pytest command line gave (the rest at their defaults)."""
+    given = {name: config.getoption(_option(name)) for name in settable(PLUGIN)}
+    return settle({name: value for name, value in given.items() if value is not None})
 
 
 def pytest_configure(config) -> None:
@@ -87,10 +102,10 @@ class AuditItem(pytest.Item):
         failing = [c for c in cells if c.gates(strict=False)]
         if failing:
             raise AuditFailure(self.entry, failing)
-        if cells and all(c.status.value == "skip" for c in cells):
+        if cells and all(c.status is Status.SKIP for c in cells):
             pytest.skip("; ".join(f"{c.dtype}, {c.device}: {c.message}" for c in cells))
-        not_holding = [c for c in cells if c.status.value in ("unsupported", "waived")]
-        if not_holding and not any(c.claimed and c.status.value == "pass" for c in cells):
+        not_holding = [c for c in cells if c.status in (Status.UNSUPPORTED, Status.WAIVED)]
+        if not_holding and not any(c.claimed and c.status is Status.PASS for c in cells):
             # Unclaimed (or waived) and it does not hold: recorded, not gated, and never shown as PASSED.
             pytest.xfail("; ".join(f"{c.dtype}, {c.device}: {c.status.value}: {c.message}" for c in not_holding))
 
@@ -133,9 +148,8 @@ def _results(session, config) -> dict:
 
         table = check_table(registry)
         chosen = [e for e in registry.entries if e.name in entries]
-        options = RunOptions(examples=config.getoption("audit_examples"), seed=config.getoption("audit_seed"),
-                             jobs=config.getoption("audit_jobs"), base=str(Path(path).resolve().parent),
-                             checks_dir=str(checks_dir(registry)))
+        options = RunOptions.of(_settings(config), base=str(Path(path).resolve().parent),
+                                checks_dir=str(checks_dir(registry)))
         only = set().union(*entries.values())
         for result in audit_entries(registry, chosen, table, options, only=only).entries:
             for cell in result.cells:

@@ -11,8 +11,9 @@ A generated section sits in a hand-written page between two markers:
 
 Sources: the check table from the catalog's declarations (audit.checks.declarations(): contract and claim of
 each check, without importing torch), the registry keys from the JSON Schema (audit/schema/registry.schema.json),
-the profiles from audit.profiles, the pyproject.toml settings from audit.config, the command reference from
-click (audit.cli.cli).
+the profiles from audit.profiles through audit.runtime.settings.settle, the pyproject.toml settings from
+audit.config (derived from the settings' declarations, audit.runtime.settings), the command reference from click
+(audit.cli.cli).
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from audit.checks import declarations  # noqa: E402  (after the path: runs from 
 from audit.checks.interface import OPERATOR_KINDS  # noqa: E402
 from audit.cli import cli  # noqa: E402
 from audit.config import KEYS  # noqa: E402
-from audit.profiles import BUILTIN, DEFAULT, SETTINGS  # noqa: E402
+from audit.profiles import BUILTIN, DEFAULT  # noqa: E402
 from audit.registry.schema import schema_path  # noqa: E402
+from audit.runtime.settings import PROFILE, settable, settle  # noqa: E402
 
 BEGIN = "<!-- generated: {name} (python docs/generate.py; edit the source, not this) -->"
 END = "<!-- end generated: {name} -->"
@@ -133,11 +135,12 @@ def _yaml(value) -> str:
 
 
 def profiles() -> str:
-    """The built-in profiles and the defaults (audit.profiles)."""
-    rows = [(f"`{profile.name}`", *(_yaml(getattr(profile, setting)) for setting in SETTINGS))
+    """The built-in profiles and the defaults (audit.profiles): every setting a profile may set, as it settles."""
+    names = settable(PROFILE)
+    rows = [(f"`{profile.name}`", *(_yaml(getattr(settle(profile=dict(profile.values)), name)) for name in names))
             for profile in (*BUILTIN.values(), DEFAULT)]
     rows[-1] = ("no `--profile`", *rows[-1][1:])
-    return _table(("profile", *SETTINGS), rows)
+    return _table(("profile", *names), rows)
 
 
 def settings() -> str:
@@ -173,10 +176,10 @@ def render(text: str, sections: dict) -> str:
     """``text`` with each generated section rewritten; a section's markers must be there."""
     for name, make in sections.items():
         begin, end = BEGIN.format(name=name), END.format(name=name)
-        pattern = re.compile(re.escape(begin) + r"\n.*?" + re.escape(end), re.S)
-        if not pattern.search(text):
+        found = re.search(re.escape(begin) + r"\n.*?" + re.escape(end), text, re.DOTALL)
+        if not found:
             raise SystemExit(f"docs/generate.py: the markers of section {name!r} are missing:\n{begin}\n{end}")
-        text = pattern.sub(lambda _: f"{begin}\n{make()}\n{end}", text)
+        text = f"{text[:found.start()]}{begin}\n{make()}\n{end}{text[found.end():]}"
     return text
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
-import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -16,68 +17,69 @@ from audit.commands.select import checks_dir, resources_selected, run_table, sel
 from audit.contract import Exit, Status
 from audit.errors import UsageError
 from audit.io import write_atomic
-from audit.profiles import settle
 from audit.publish import drop_stale_scripts, show
 from audit.registry.load import load_registry
 from audit.replays import script_name
 from audit.results.matrix import Matrix, build, read_matrix
+from audit.runtime.settings import Settings, settle
 
 
-def run(registry, out, select, checks, devices, examples, seed, jobs, timeout, max_memory, strict,
-        progress, compile_backend="aot_eager", profile=None, cache=False, cache_dir=None, cache_size="512M",
-        shard=None, durations=None, output_format="text", explicit=frozenset(), verbosity=0, quiet=False,
-        unclaimed_timeout=30.0) -> int:
-    """Audit the selected entries; write ``matrix.json``, ``matrix.md`` and replay scripts to ``out``.
+def run(flags: Mapping[str, Any], pyproject: Mapping[str, Any] | None = None) -> int:
+    """Audit the selected entries; write ``matrix.json``, ``matrix.md`` and replay scripts to the chosen folder.
 
-    ``explicit`` names the options given on the command line: those win over the ``profile``'s values.
+    ``flags`` are the settings given on the command line, ``pyproject`` those of ``[tool.autograd-audit]``; the
+    chosen profile fills in below them, the defaults below it (:func:`audit.runtime.settings.settle`).
     """
-    loaded = load_registry(registry)  # first: a bad registry is refused before torch is imported
+    pyproject = pyproject or {}
+    chosen = settle(flags, pyproject)  # which registry and which profile: no profile sets them
+    loaded = load_registry(chosen.registry)  # first: a bad registry is refused before torch is imported
     _require_torch()
-    with outlock.exclusive(Path(out)):  # one writer per --out, from the start: a second run is refused at once
-        from audit.runtime.options import RunOptions
-        from audit.engine.pool import prestart
-        from audit.engine.runner import audit_entries
-        from audit.progress import progress as make_progress
+    named = profiles.profile(chosen.profile, loaded)
+    settings = settle(flags, pyproject, dict(named.values), profile_name=named.name)
+    with outlock.exclusive(Path(settings.out)):  # one writer per --out, from the start: a second run is refused
+        return _audit(loaded, settings)
 
-        settled = settle(dict(examples=examples, compile_backend=compile_backend, cache=cache, timeout=timeout,
-                              strict=strict), set(explicit), profiles.profile(profile, loaded))
-        entries = select_entries(loaded, select)
-        split = None
-        if shard:
-            entries, split = _shard(entries, shard, durations)
-        base = Path(registry).resolve().parent
-        options = RunOptions(examples=settled["examples"], seed=seed, timeout=settled["timeout"],
-                             unclaimed_timeout=unclaimed_timeout,
-                             max_memory=parse_size(max_memory, "--max-memory"), jobs=jobs, base=str(base),
-                             checks_dir=str(checks_dir(loaded)), compile_backend=settled["compile_backend"],
-                             cache_dir=str(Path(cache_dir) if cache_dir else base / ".audit-cache") if settled["cache"] else None,
-                             cache_size=parse_size(cache_size, "--cache-size"),
-                             triton_interpret=any(e.triton == "interpret" for e in entries))
-        # Workers import torch while this process plans: the two overlap. With the cache on, most runs need no
-        # worker at all, so none is started ahead. The first starts the per-worker resources (the distributed
-        # check's ranks) the selected checks may need.
-        workers = [] if options.cache_dir or not entries else prestart(options, min(jobs, len(entries)),
-                                                                         resources=resources_selected(checks))
-        try:
-            table = run_table(loaded)  # declarations: the parent imports no torch while the cache serves every cell
-            only = select_checks(table, checks)
-            with make_progress("quiet" if quiet else progress) as reporter:
-                result = audit_entries(loaded, entries, table, options, only=only, devices=set(devices) or None,
-                                       on_event=reporter, workers=workers, out=str(out)) if entries else None
-        finally:
-            for worker in workers:
-                worker.close()
-        if result is not None and not result.entries and not split:
-            raise UsageError("nothing selected: no entry has a cell for the chosen checks and devices")
-        if result is None:
-            result = _empty_result(options)
-        matrix = build(result, loaded, seed, strict=settled["strict"], shard=split)
-        show(matrix, output_format, -1 if quiet else verbosity)  # first: shown even when --out cannot be written
-        _write(Path(out), matrix, result)
-        if options.cache_dir:
-            click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
-                       f"{options.cache_dir}; {result.computed} computed", err=True)
-        return Exit.GATE_FAILED if matrix.verdict == "fail" else Exit.OK
+
+def _audit(loaded, settings: Settings) -> int:
+    """Audit ``loaded``'s selected entries under ``settings``; the gate's exit code."""
+    from audit.runtime.options import RunOptions
+    from audit.engine.pool import prestart
+    from audit.engine.runner import audit_entries
+    from audit.progress import progress as make_progress
+
+    entries = select_entries(loaded, settings.select)
+    split = None
+    if settings.shard:
+        entries, split = _shard(entries, settings.shard, settings.durations)
+    options = RunOptions.of(settings, base=str(Path(settings.registry).resolve().parent),
+                            checks_dir=str(checks_dir(loaded)),
+                            triton_interpret=any(e.triton == "interpret" for e in entries))
+    # Workers import torch while this process plans: the two overlap. With the cache on, most runs need no
+    # worker at all, so none is started ahead. The first starts the per-worker resources (the distributed
+    # check's ranks) the selected checks may need.
+    workers = [] if options.cache_dir or not entries else prestart(options, min(options.jobs, len(entries)),
+                                                                     resources=resources_selected(settings.checks))
+    try:
+        table = run_table(loaded)  # declarations: the parent imports no torch while the cache serves every cell
+        only = select_checks(table, settings.checks)
+        with make_progress("quiet" if settings.quiet else settings.progress) as reporter:
+            result = audit_entries(loaded, entries, table, options, only=only,
+                                   devices=set(settings.devices) or None, on_event=reporter, workers=workers,
+                                   out=settings.out) if entries else None
+    finally:
+        for worker in workers:
+            worker.close()
+    if result is not None and not result.entries and not split:
+        raise UsageError("nothing selected: no entry has a cell for the chosen checks and devices")
+    if result is None:
+        result = _empty_result()
+    matrix = build(result, loaded, options, strict=settings.strict, shard=split)
+    show(matrix, settings.output_format, -1 if settings.quiet else settings.verbosity)  # shown even if out fails
+    _write(Path(settings.out), matrix, result)
+    if options.cache_dir:
+        click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
+                   f"{options.cache_dir}; {result.computed} computed", err=True)
+    return Exit.GATE_FAILED if matrix.verdict == "fail" else Exit.OK
 
 
 def _require_torch() -> None:
@@ -96,12 +98,12 @@ def _shard(entries, text: str, durations_path):
     return [e for e in entries if e.name in mine], {"index": index, "count": count, "selected": names}
 
 
-def _empty_result(options):
+def _empty_result():
     """What an empty shard reports: no entries, and the environment every shard must agree on."""
-    from audit.engine.runner import RunResult, run_environment
+    from audit.engine.runner import RunResult
     from audit.engine.worker import environment
 
-    return RunResult(entries=(), environment=run_environment(environment(), options))
+    return RunResult(entries=(), environment=environment())
 
 
 #: The cells that get a replay script: a claim that failed (waived or not). An unclaimed property that does
@@ -117,12 +119,3 @@ def _write(out: Path, matrix: Matrix, result) -> None:
         write_atomic(out / "repro" / name, script)
     drop_stale_scripts(out, set(scripts))
     publish.write_all(out, matrix)
-
-
-def parse_size(text: str, option: str = "--max-memory") -> int:
-    """``"512M"``, ``"4G"``, ``"1024"`` (bytes) or ``"0"`` (no cap) to bytes."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
-    if not match:
-        raise UsageError(f"{option}: expected a size like 512M or 4G, got {text!r}")
-    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[match.group(2).upper()]
-    return int(float(match.group(1)) * scale)

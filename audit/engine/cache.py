@@ -21,6 +21,8 @@ from pathlib import Path
 
 from audit import __version__
 from audit.io import write_atomic
+from audit.registry.model import EntryKind
+from audit.results.environment import Environment
 from audit.results.outcome import Outcome, Verdict, outcome_from_json, outcome_to_json
 
 #: Bump when the record's layout changes.
@@ -87,7 +89,7 @@ class Cache:
 def code_fingerprint(entry, base: Path, checks_dir: Path | None = None) -> dict | None:
     """sha256 of every source file the entry names, and of its local checks (None when a module cannot
     be found without importing it)."""
-    modules = [entry.target.partition(":")[0]] if entry.kind != "op" else []
+    modules = [entry.target.partition(":")[0]] if entry.kind != EntryKind.OP else []
     modules += list(entry.load)
     if entry.reference:
         modules.append(entry.reference.partition(":")[0])
@@ -128,7 +130,7 @@ def audit_digest() -> str:
     return digest.hexdigest()
 
 
-def cell_key(entry, check, key, claimed: bool, options, environment: dict, code: dict, audit: str) -> str:
+def cell_key(entry, check, key, claimed: bool, options, environment: Environment, code: dict, audit: str) -> str:
     """The cache key of one cell."""
     spec = {k: v for k, v in dataclasses.asdict(entry).items() if k not in JUDGING_ONLY}
     examples = options.examples if claimed else options.unclaimed_examples
@@ -136,7 +138,7 @@ def cell_key(entry, check, key, claimed: bool, options, environment: dict, code:
         "format": FORMAT, "audit": audit, "entry": spec, "code": code,
         "check": [check.name, check.version], "cell": [key.dtype, key.device, claimed],
         "run": [options.seed, examples, options.compile_backend, options.failures],
-        "environment": [environment.get("torch"), environment.get("python"), environment.get("devices")],
+        "environment": [environment.torch, environment.python, environment.devices],
     }
     text = json.dumps(material, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()

@@ -9,6 +9,7 @@ from audit.engine.explore import Damaged, explore
 from audit.engine.script import replay_script
 from audit.inputs.special import special_for
 from audit.inputs.strategies import for_check
+from audit.registry.model import EntryKind
 from audit.results.outcome import CellKey, Failure, Outcome, Verdict
 from audit.runtime import health, triton
 from audit.runtime.isolation import isolated
@@ -96,7 +97,7 @@ def nothing_compared(subject: Subject, check, case) -> str:
     writes its inputs in place are left to the check's verdict."""
     import torch
 
-    if subject.entry.kind == "model" or subject.entry.mutates:  # an in-place target's output is its input
+    if subject.entry.kind == EntryKind.MODEL or subject.entry.mutates:  # an in-place target's output is its input
         return ""
     try:
         args = subject.args(case)

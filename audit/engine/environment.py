@@ -11,6 +11,7 @@ recomputes it with torch, as a run without the store would.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -19,11 +20,10 @@ import sys
 from pathlib import Path
 
 from audit.io import write_atomic
+from audit.results.environment import Environment
 
 #: The file, in the cache folder, that holds the last environment and its fingerprint.
 STORE = "environment.json"
-#: The fields of an environment (what :func:`audit.engine.worker.environment` returns).
-FIELDS = ("torch", "cuda", "devices", "python", "platform")
 #: Variables that change which devices torch sees, or which driver library it loads.
 VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "PYTORCH_NVML_BASED_CUDA_CHECK",
              "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH")
@@ -35,20 +35,19 @@ DEVICE_FOLDERS = ("/proc/driver/nvidia/gpus", "/dev/dri")
 DEVICE_NODES = ("nvidia", "kfd")
 
 
-def known(folder: Path) -> dict:
+def known(folder: Path) -> Environment:
     """The environment :func:`audit.engine.worker.environment` gives here: the one stored in ``folder`` when its
     fingerprint still matches, else computed (importing torch) and stored for the next run."""
     now = fingerprint()
     stored = _read(Path(folder) / STORE)
-    if stored is not None and stored["fingerprint"] == now:
-        return stored["environment"]
+    if stored is not None and stored[0] == now:
+        return stored[1]
     from audit.engine.worker import environment
 
     found = environment()
-    try:
-        write_atomic(Path(folder) / STORE, json.dumps({"fingerprint": now, "environment": found}, sort_keys=True))
-    except OSError:  # a read-only cache folder: the next run computes it again, nothing worse
-        pass
+    record = {"fingerprint": now, "environment": found.to_json()}
+    with contextlib.suppress(OSError):  # a read-only cache folder: the next run computes it again, nothing worse
+        write_atomic(Path(folder) / STORE, json.dumps(record, sort_keys=True))
     return found
 
 
@@ -89,13 +88,10 @@ def _listing(folder: Path) -> list[str]:
         return []
 
 
-def _read(path: Path) -> dict | None:
-    """The stored record, or None when there is none or it is not one this audit wrote."""
+def _read(path: Path) -> tuple[dict, Environment] | None:
+    """The stored (fingerprint, environment), or None when there is none or it is not one this audit wrote."""
     try:
         record = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return record["fingerprint"], Environment.from_json(record["environment"])
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    environment = record.get("environment") if isinstance(record, dict) else None
-    if not isinstance(environment, dict) or set(environment) != set(FIELDS) or "fingerprint" not in record:
-        return None
-    return record

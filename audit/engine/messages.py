@@ -1,7 +1,7 @@
 """What the engine and a worker process say over their pipes: one type per message, dispatched by type.
 
-The parent sends :class:`Assign` (and closes the pipe to end the worker); the worker answers :class:`Ready` once, then for
-each job :class:`Loaded`, and per cell :class:`CellStarted`, any :class:`ExampleDrawn` and :class:`StartUp`,
+The parent sends :class:`Assign` (and closes the pipe to end the worker); the worker answers :class:`Ready` once,
+then for each job :class:`Loaded`, and per cell :class:`CellStarted`, any :class:`ExampleDrawn` and :class:`StartUp`,
 then :class:`CellFinished`; :class:`JobDone` ends the job. :class:`Retiring`, after a cell or before
 :class:`JobDone`, says the worker serves nothing more.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from audit.engine.job import Job
+from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome
 
 
@@ -25,7 +26,7 @@ class Assign:
 class Ready:
     """Worker to parent, once: torch is imported; the facts about it that the matrix records."""
 
-    environment: dict
+    environment: Environment
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from audit.engine.memory import EXIT_OUT_OF_MEMORY
 from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready,
                                    Retiring, StartUp)
 from audit.engine.parts import Wholes, split, take
-from audit.results.outcome import Outcome, error_outcome
+from audit.results.environment import Environment
+from audit.results.outcome import CellKey, Outcome, error_outcome
 from audit.runtime.channel import spawn, tail
 from audit.runtime.options import RunOptions
 from audit.runtime.reaper import end_group
@@ -38,12 +39,11 @@ class Worker:
     def __init__(self, options: RunOptions, resources: tuple[str, ...] = ()):
         """``resources``: the per-worker resources the worker starts at start-up, by name (the holder of the cells of
         the checks that need them, see :mod:`audit.engine.parts`)."""
-        self.log = tempfile.TemporaryFile()
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115  (the worker's log, for as long as it lives: close())
         self.resources = resources
         args = [str(options.max_memory), *resources]
         child = spawn("audit.engine.worker", args, env=_worker_env(options), log=self.log)
         self.process, self.outbox, self.inbox = child.process, child.outbox, child.inbox
-        self.environment: dict | None = None
         self.max_memory = options.max_memory
 
     def death(self) -> str:
@@ -97,7 +97,7 @@ class Assignment:
     outcomes: list = field(default_factory=list)
     digest: str | None = None
     target_error: str = ""
-    current: object = LOADING
+    current: CellKey | str | None = LOADING  #: a cell's key, LOADING, or None between cells
     budget: float = 0.0
     deadline: float = math.inf
     example: str = ""
@@ -105,7 +105,7 @@ class Assignment:
     starting: str = ""
     paused: tuple = ()
 
-    def expect(self, current, budget: float) -> None:
+    def expect(self, current: CellKey | str | None, budget: float) -> None:
         """From now on ``current`` runs (a cell's key; LOADING; None between cells), for at most ``budget`` s."""
         self.current, self.budget, self.deadline, self.example = current, budget, time.monotonic() + budget, ""
         self.starting, self.paused = "", ()
@@ -130,16 +130,16 @@ def prestart(options: RunOptions, count: int, resources: tuple[str, ...] = ()) -
 
 
 def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: list[Worker] | None = None,
-             pinned: frozenset[str] = frozenset(), resources: tuple[str, ...] = ()) -> dict:
+             pinned: frozenset[str] = frozenset(), resources: tuple[str, ...] = ()) -> Environment:
     """Audit every job; ``listener`` hears each start, outcome and end of every whole job. ``started`` workers
     (from :func:`prestart`) are used first; any not needed are closed. The cells of the ``pinned`` checks all
     run in one worker, the holder, which starts the per-worker ``resources`` they need (see
     :mod:`audit.engine.parts`).
 
-    Returns the environment the workers reported.
+    Returns the environment the workers reported (each the same: one machine, one torch).
     """
     slots: list[tuple[Worker, Assignment | None]] = []
-    environment: dict = {}
+    reported: list[Environment] = []
     wanted = max(1, min(options.jobs, len(jobs)))
     # One worker (the first slot, the holder) runs every cell of a check with a resource; with one worker, nothing
     # is split and each entry's cells run together, in order.
@@ -156,11 +156,11 @@ def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: 
             slots = [_assign(w, a, pending, listener, options, holder=not index)
                      for index, (w, a) in enumerate(slots)]
             ready = wait([w.inbox for w, a in slots if a], timeout=_next_deadline(slots))
-            slots = [_serve(w, a, ready, options, listener, environment) for w, a in slots]
+            slots = [_serve(w, a, ready, options, listener, reported) for w, a in slots]
     finally:
         for worker, _ in slots:
             worker.close()
-    return environment
+    return reported[-1] if reported else Environment()
 
 
 def _assign(worker: Worker, assignment, pending: deque, listener: Listener, options: RunOptions, holder: bool):
@@ -182,7 +182,8 @@ def _next_deadline(slots) -> float:
     return max(0.0, min((a.deadline - now for _, a in slots if a), default=1.0))
 
 
-def _serve(worker: Worker, assignment, ready, options: RunOptions, listener: Listener, environment: dict):
+def _serve(worker: Worker, assignment, ready, options: RunOptions, listener: Listener,
+           reported: list[Environment]):
     if assignment is None:
         return worker, None
     if worker.inbox in ready:
@@ -191,7 +192,7 @@ def _serve(worker: Worker, assignment, ready, options: RunOptions, listener: Lis
                 message = worker.inbox.recv()
                 if isinstance(message, Retiring):
                     return _retire(worker, assignment, message.reason, options, listener)
-                assignment = _receive(assignment, message, options, listener, environment)
+                assignment = _receive(assignment, message, options, listener, reported)
                 if assignment is None:
                     return worker, None
         except (EOFError, OSError):
@@ -209,7 +210,7 @@ def _budget_note(assignment: Assignment, options: RunOptions) -> str:
     if assignment.starting:
         return (f"; this is the start-up budget for {assignment.starting} (the longer of "
                 f"{options.startup_timeout:g} s and --timeout), not the check's")
-    if assignment.current in (LOADING, None):
+    if not isinstance(assignment.current, CellKey):  # LOADING, or between cells
         return (f"; this is the start-up budget (the worker importing torch, then the target: the longer of "
                 f"{options.startup_timeout:g} s and --timeout); --timeout counts from the start of each check")
     if not assignment.job.claimed[assignment.current]:
@@ -218,10 +219,11 @@ def _budget_note(assignment: Assignment, options: RunOptions) -> str:
     return ""
 
 
-def _receive(assignment: Assignment, message, options: RunOptions, listener: Listener, environment: dict):
+def _receive(assignment: Assignment, message, options: RunOptions, listener: Listener,
+             reported: list[Environment]):
     match message:
         case Ready(found):
-            environment.update(found)
+            reported.append(found)
         case Loaded(digest, error):
             assignment.digest, assignment.target_error = digest, error
         case CellStarted(key):
@@ -264,7 +266,7 @@ def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOpt
     """The worker died or hung: blame the running cell, start a new worker, go on with the rest."""
     worker.close()
     current = assignment.current
-    if current == LOADING or current is None:
+    if not isinstance(current, CellKey):  # LOADING, or between cells
         for key in list(assignment.remaining):
             _record(assignment, error_outcome(key, f"{cause} while {LOADING}{note}"), listener)
     else:
@@ -281,8 +283,9 @@ def _count_loss(assignment: Assignment, listener: Listener, how: str) -> None:
     assignment.restarts += 1
     if assignment.restarts >= MAX_RESTARTS:
         for key in list(assignment.remaining):
-            _record(assignment, error_outcome(key, f"not run: this entry lost its worker {MAX_RESTARTS} times (it died, "
-                                                   f"hung or was retired as damaged; the last time it {how})"), listener)
+            message = (f"not run: this entry lost its worker {MAX_RESTARTS} times (it died, hung or was retired as "
+                       f"damaged; the last time it {how})")
+            _record(assignment, error_outcome(key, message), listener)
 
 
 def _go_on(fresh: Worker, assignment: Assignment, options: RunOptions, listener: Listener):

@@ -19,6 +19,7 @@ from audit.registry.load import today
 from audit.registry.model import Entry, Registry
 from audit.replays import script_command, script_name
 from audit.results.cells import Cell, judge
+from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome
 from audit.runtime.options import RunOptions
 
@@ -53,7 +54,7 @@ class RunResult:
     """Every audited entry, in registry order, the workers' environment, and what the cache served."""
 
     entries: tuple[EntryResult, ...]
-    environment: dict
+    environment: Environment
     cached: int = 0
     computed: int = 0
 
@@ -70,7 +71,7 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
     jobs = [job for job in (_job(entry, checks, options, only, devices) for entry in entries) if job.cells]
     cache = Cache(Path(options.cache_dir), options.cache_size) if options.cache_dir else None
     known = stored_environment(cache.folder) if cache else None  # without torch while its fingerprint holds
-    served = _look_up(jobs, checks, options, cache, known) if cache else {}
+    served = _look_up(jobs, checks, options, cache, known) if cache and known is not None else {}
     judging = Judging(checks, registry.path, options.seed, options.compile_backend, out)
     collector = Collector(jobs, judging, cache, served, on_event)
     left = [job.only(key for key in job.cells if not collector.served(job).has(key)) for job in jobs]
@@ -86,13 +87,13 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
             forget_environment(cache.folder)
         cache.prune()
     return RunResult(entries=tuple(collector.results[job.entry.name] for job in jobs),
-                     environment=run_environment(environment, options),
+                     environment=environment,
                      cached=sum(len(collector.served(job).outcomes) for job in jobs),
                      computed=sum(len(job.cells) for job in left))
 
 
-def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers, known: dict | None,
-             pinned: frozenset[str], needed: tuple[str, ...] = ()) -> dict:
+def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers, known: Environment | None,
+             pinned: frozenset[str], needed: tuple[str, ...] = ()) -> Environment:
     """Run ``jobs`` in workers (none started when there are none; the ``pinned`` checks' cells in one of them,
     which starts the ``needed`` per-worker resources);
     the workers' environment, or with none started, this process's (``known`` when the result cache's store
@@ -102,11 +103,6 @@ def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers
     for worker in workers or ():
         worker.close()
     return known if known is not None else local_environment()
-
-
-def run_environment(workers: dict, options: RunOptions) -> dict:
-    """The workers' environment plus the run settings that change verdicts."""
-    return {**workers, "examples": options.examples, "compile_backend": options.compile_backend}
 
 
 @dataclass(frozen=True)
@@ -127,7 +123,7 @@ class Served:
         return self.outcomes.get(outcome.key) is not outcome
 
 
-def _look_up(jobs: list[Job], checks: dict, options: RunOptions, cache: Cache, environment: dict) -> dict:
+def _look_up(jobs: list[Job], checks: dict, options: RunOptions, cache: Cache, environment: Environment) -> dict:
     """What the cache holds for each job's cells, by entry name."""
     audit = audit_digest()
     base, folder = Path(options.base), Path(options.checks_dir) if options.checks_dir else None
@@ -135,7 +131,8 @@ def _look_up(jobs: list[Job], checks: dict, options: RunOptions, cache: Cache, e
                                     code_fingerprint(job.entry, base, folder), audit) for job in jobs}
 
 
-def _served(job: Job, checks: dict, options: RunOptions, cache: Cache, environment: dict, code, audit) -> Served:
+def _served(job: Job, checks: dict, options: RunOptions, cache: Cache, environment: Environment, code,
+            audit) -> Served:
     if code is None:
         return Served()
     keys, outcomes, digest = {}, {}, None
@@ -210,7 +207,7 @@ class Collector:
     def _store(self, job: Job, digest: str | None) -> None:
         keys = self.served(job).keys
         for outcome in self.fresh.get(job.entry.name, []):
-            if keys.get(outcome.key):
+            if keys.get(outcome.key) and self.cache:
                 self.cache.put(keys[outcome.key], outcome, digest)
 
 

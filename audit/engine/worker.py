@@ -20,6 +20,7 @@ from audit.engine import memory
 from audit.engine.job import Job
 from audit.engine.messages import (CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready, Retiring,
                                    StartUp)
+from audit.results.environment import Environment
 from audit.results.outcome import Verdict, error_outcome
 from audit.runtime import health
 from audit.runtime.channel import connect, keep_tails
@@ -68,7 +69,7 @@ def main(argv: list[str]) -> int:
         outbox.send(JobDone())
 
 
-def environment() -> dict:
+def environment() -> Environment:
     """The facts about this process's torch that the matrix records."""
     import torch
 
@@ -78,8 +79,8 @@ def environment() -> dict:
     # Plain strings: torch.__version__ is a TorchVersion, and unpickling one would import torch in the parent,
     # serially, while the workers wait (2-3 s of every run).
     cuda = torch.version.cuda
-    return {"torch": str(torch.__version__), "cuda": cuda and str(cuda), "devices": devices,
-            "python": platform.python_version(), "platform": platform.platform()}
+    return Environment(torch=str(torch.__version__), python=platform.python_version(), cuda=cuda and str(cuda),
+                       devices=tuple(devices), platform=platform.platform())
 
 
 def _job(job: Job, outbox: Connection, bounds: health.Bounds) -> str:

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import functools
+from typing import Any
 
-from audit.registry.model import (DEFAULT_DENSITY, DEFAULT_DOMAIN, Entry, Expectation, Supports, TensorSpec,
-                                  ToleranceOverride, Training, ValueSpec)
+from audit.registry.model import (DEFAULT_DENSITY, DEFAULT_DOMAIN, DEFAULT_KIND, Entry, EntryKind, Expectation,
+                                  Supports, TensorSpec, ToleranceOverride, Training, ValueSpec)
 
 
-def build_entry(data: dict, line: int) -> Entry:
+def build_entry(data: dict[str, Any], line: int) -> Entry:
     """One merged, validated entry as an :class:`Entry`."""
     owner = data["owner"]
     return Entry(
         name=data["name"],
         owners=tuple(owner) if isinstance(owner, list) else (owner,),
-        kind=data.get("kind", "function"),
+        kind=EntryKind(data.get("kind", DEFAULT_KIND)),
         target=data["target"],
         inputs=tuple(_input(spec) for spec in data.get("inputs", ())),
         line=line,
@@ -33,7 +34,7 @@ def build_entry(data: dict, line: int) -> Entry:
     )
 
 
-def _input(spec: dict):
+def _input(spec: dict[str, Any]) -> TensorSpec | ValueSpec:
     if "value" in spec:
         return ValueSpec(spec["value"])
     low, high = spec.get("domain", DEFAULT_DOMAIN)
@@ -43,12 +44,12 @@ def _input(spec: dict):
                       sparse_layout=spec.get("layout"), density=float(spec.get("density", DEFAULT_DENSITY)))
 
 
-def _supports(data: dict) -> Supports:
+def _supports(data: dict[str, Any]) -> Supports:
     return _claims(tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in data.items()))
 
 
 @functools.lru_cache(maxsize=256)
-def _claims(values: tuple) -> Supports:
+def _claims(values: tuple[tuple[str, Any], ...]) -> Supports:
     """One :class:`Supports` per distinct set of claims (most entries share their defaults'). Validated claims
     are booleans and strings: no two values that differ compare equal (as 1 and True would)."""
     return Supports(**dict(values))

@@ -6,7 +6,9 @@ import contextlib
 import datetime
 import gc
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -17,6 +19,9 @@ from audit.registry.build import build_entry
 from audit.registry.model import Registry
 from audit.registry.semantics import entry_problems, registry_problems
 from audit.registry.yamltree import Located, Refused, dotted, parse
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 
 def load_registry(path: str | Path) -> Registry:
@@ -31,7 +36,7 @@ def parse_registry(raw: bytes, path: str | Path) -> Registry:
 
 
 @contextlib.contextmanager
-def collection_paused():
+def collection_paused() -> Iterator[None]:
     """No cyclic garbage collection inside: reading a registry makes tens of thousands of objects (YAML nodes,
     marks, entries) and hardly a cycle, and each collection would traverse them all again (a twentieth of
     ``audit list`` on 1,000 entries). What cycles there are (a refused recursive alias) are collected after."""
@@ -47,7 +52,8 @@ def collection_paused():
 def _validated(raw: bytes, path: Path) -> Registry:
     located = _parse(raw, path)
     problems = _schema_problems(located, str(path))
-    merged = merge_defaults(located.data) if _mergeable(located.data) else []
+    document = located.data if isinstance(located.data, dict) else {}  # a mapping: _parse refuses anything else
+    merged = merge_defaults(document) if _mergeable(document) else []
     # Every problem at once: the rules beyond the schema run on entries the schema faulted too (each rule
     # passes over values of the wrong type, which the schema has named already).
     problems += registry_problems(merged, located, str(path))
@@ -56,7 +62,7 @@ def _validated(raw: bytes, path: Path) -> Registry:
         raise RegistryError(problems)
     entries = tuple(build_entry(e, located.where(("entries", i))[0]) for i, e in enumerate(merged))
     profiles = tuple((name, tuple(sorted(values.items())))
-                     for name, values in (located.data.get("profiles") or {}).items())
+                     for name, values in (document.get("profiles") or {}).items())
     return Registry(path=str(path), sha256=hashlib.sha256(raw).hexdigest(), entries=entries, profiles=profiles)
 
 
@@ -85,11 +91,12 @@ def _parse(raw: bytes, path: Path) -> Located:
                              for p, (ln, col) in located.duplicates])
     if not isinstance(located.data, dict):
         got = schema_mod.describe(located.data)
-        raise RegistryError([Problem(str(path), 1, 1, "", f"expected a mapping with 'version' and 'entries', got {got}")])
+        expected = f"expected a mapping with 'version' and 'entries', got {got}"
+        raise RegistryError([Problem(str(path), 1, 1, "", expected)])
     return located
 
 
-def _unreadable(raw: bytes, path: Path, exc) -> Problem:
+def _unreadable(raw: bytes, path: Path, exc: yaml.reader.ReaderError) -> Problem:
     """A character YAML refuses (a NUL, a control character), located; NULs usually mean UTF-16."""
     before = raw.decode("utf-8", errors="replace")[:exc.position]
     line, column = before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
@@ -117,24 +124,25 @@ WITHOUT_JSONSCHEMA = ("does not satisfy the registry schema (version 1); jsonsch
                       "installed here: pip install 'jsonschema>=4.18', or run audit validate where it is")
 
 
-def _problems_of(error, located: Located, file: str) -> list[Problem]:
+def _problems_of(error: ValidationError, located: Located, file: str) -> list[Problem]:
     path = tuple(error.absolute_path)
-    if error.validator == "additionalProperties":
-        allowed = sorted(error.schema.get("properties", {}))
-        extras = [k for k in error.instance if k not in allowed]
+    kind, _, value, owner = schema_mod.fields(error)
+    if kind == "additionalProperties":
+        allowed = sorted(owner.get("properties", {}))
+        extras = [k for k in value if k not in allowed]
         hint = f"; expected one of: {', '.join(allowed)}"
         return [Problem(file, *located.where(path + (k,), key=True), dotted(path + (k,)), f"unknown key{hint}")
                 for k in extras]
     return [Problem(file, *located.where(path), dotted(path), schema_mod.phrase(error))]
 
 
-def _mergeable(document: dict) -> bool:
+def _mergeable(document: dict[str, Any]) -> bool:
     entries, defaults = document.get("entries"), document.get("defaults", {})
     return (isinstance(entries, list) and isinstance(defaults, dict)
             and all(isinstance(e, dict) for e in entries))
 
 
-def merge_defaults(document: dict) -> list[dict]:
+def merge_defaults(document: dict[str, Any]) -> list[dict[str, Any]]:
     """Every entry with ``defaults`` merged in: the entry wins, mappings merge one level deep."""
     defaults = document.get("defaults", {})
     merged = []

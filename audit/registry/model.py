@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from audit.contract import COMPLEX_DTYPES, DTYPE_ORDER, REAL_PART
@@ -18,13 +20,40 @@ SPARSE_LAYOUTS = ("sparse_coo", "sparse_csr")
 DEFAULT_DENSITY = 0.3
 
 
+class EntryKind(str, enum.Enum):
+    """What an entry's target is, and so how it is called (the registry's ``kind:``)."""
+
+    FUNCTION = "function"  #: a torch.autograd.Function subclass, called through ``.apply``
+    OP = "op"  #: an operator reached through torch.ops
+    CALLABLE = "callable"  #: any Python function of tensors
+    MODULE = "module"  #: a factory of an nn.Module, called on drawn tensors
+    MODEL = "model"  #: a factory of (model, make_batch, loss), trained a few steps
+
+    # The registry's spelling wherever a kind is written: reports, messages, and the literal that replay
+    # scripts embed with ``!r`` (``kind = 'op'``, not ``<EntryKind.OP: 'op'>``).
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+#: The kind of an entry that does not say.
+DEFAULT_KIND = EntryKind.FUNCTION
+#: The layers above the operators: their target is a factory (of a module, of a model's training triple).
+LAYER_KINDS = (EntryKind.MODULE, EntryKind.MODEL)
+
+
 @dataclass(frozen=True)
 class TensorSpec:
     """A tensor argument: its shape (ints and symbolic dims), value domain and kinks; ``sparse_layout`` (the
     registry's ``layout:``, one of :data:`SPARSE_LAYOUTS`) makes it a sparse tensor whose pattern specifies
     about ``density`` of its elements (None: dense, strided; not the memory layouts checks draw)."""
 
-    shape: tuple
+    shape: tuple[int | str, ...]
     domain: tuple[float, float] = DEFAULT_DOMAIN
     kinks: tuple[float, ...] = ()
     requires_grad: bool = True
@@ -42,7 +71,7 @@ class TensorSpec:
         """Whether the audit asks for a gradient with respect to this input."""
         return self.requires_grad and (self.dtype is None or self.dtype in FLOAT_DTYPES)
 
-    def is_complex(self, cell_dtypes) -> bool:
+    def is_complex(self, cell_dtypes: Iterable[str]) -> bool:
         """Whether this input is drawn complex: pinned complex, or unpinned in an entry claiming complex dtypes."""
         return self.dtype in COMPLEX_DTYPES if self.dtype else any(d in COMPLEX_DTYPES for d in cell_dtypes)
 
@@ -105,8 +134,9 @@ class ToleranceOverride:
 
 #: Units of a low-precision dtype's precision (its eps) a correct result may be off by, as a share of the
 #: tensor's largest value. Measured on correct code (softmax, logsumexp, layer norm, sparsemax, centering,
-#: Gram matrices; shapes 3x5 to 2x64, bench in docs/checks.md, Half precision): up to 5.7 eps, so 8 leaves room, while a wrong
-#: half-precision path (a constant off by 3% in float16, garbage, an overflow) stays far outside.
+#: Gram matrices; shapes 3x5 to 2x64, bench in docs/checks.md, Half precision): up to 5.7 eps, so 8 leaves
+#: room, while a wrong half-precision path (a constant off by 3% in float16, garbage, an overflow) stays far
+#: outside.
 LOW_PRECISION_EPS = 8
 _EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
 
@@ -158,9 +188,9 @@ class Entry:
 
     name: str
     owners: tuple[str, ...]
-    kind: str
+    kind: EntryKind
     target: str
-    inputs: tuple
+    inputs: tuple[TensorSpec | ValueSpec, ...]
     line: int = 1
     load: tuple[str, ...] = ()
     reference: str | None = None

@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
+from typing import Any
 
 from audit.registry import schema as schema_mod
+
+#: A yes or no about one value of the document (JSON-like: what the YAML converted to).
+Check = Callable[[Any], bool]
+#: A schema keyword compiled: the JSON types it constrains (None: every type), and its test.
+Compiled = tuple[tuple[str, ...] | None, Check]
 
 #: Keywords that say nothing about validity.
 ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default", "examples"})
 #: The JSON type of each Python type YAML conversion produces (exact types: a bool is not an int here).
-_KINDS = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null", int: "integer",
-          float: "number"}
+_KINDS: dict[type, str] = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
+                           int: "integer", float: "number"}
 
 
 class Unsure(Exception):
@@ -30,7 +37,7 @@ class Unsupported(Exception):
     """The schema uses a keyword the shortcut does not implement."""
 
 
-def valid(document) -> bool:
+def valid(document: object) -> bool:
     """True only when ``document`` surely satisfies the registry schema (False: invalid, or ask jsonschema)."""
     check = registry_check()
     if check is None:
@@ -42,7 +49,7 @@ def valid(document) -> bool:
 
 
 @functools.lru_cache(maxsize=1)
-def registry_check():
+def registry_check() -> Check | None:
     """The compiled registry schema, or None when it uses a keyword this module does not know."""
     try:
         return compile_schema(schema_mod.schema())
@@ -50,13 +57,13 @@ def registry_check():
         return None
 
 
-def compile_schema(schema):
+def compile_schema(schema: dict[str, Any] | bool) -> Check:
     """``schema`` (draft-07) as a function value -> bool; raises :class:`Unsupported` for unknown keywords.
     Each keyword's test is filed under the JSON types it constrains (JSON Schema ignores ``minLength`` on a
     number), so a value's type is looked up once per schema, not once per keyword."""
     if isinstance(schema, bool):
         return lambda value: schema
-    tests: dict[str, list] = {name: [] for name in set(_KINDS.values())}
+    tests: dict[str, list[Check]] = {name: [] for name in set(_KINDS.values())}
     for name, spec in schema.items():
         if name in ANNOTATIONS or name in ("type", "then", "else"):  # then and else belong to if
             continue
@@ -69,17 +76,17 @@ def compile_schema(schema):
     return _checker(_accepted(schema.get("type")), {name: tuple(found) for name, found in tests.items()})
 
 
-def _checker(accepted, tests: dict):
+def _checker(accepted: frozenset[str] | None, tests: dict[str, tuple[Check, ...]]) -> Check:
     by_type = {python: _type_tests(kind, accepted, tests[kind]) for python, kind in _KINDS.items()}
 
-    def check(value) -> bool:
+    def check(value: object) -> bool:
         try:
             found = by_type[type(value)]  # the one lookup made for every value of the document
         except KeyError:
             raise Unsure(type(value).__name__) from None
         if found is None:
             return False
-        for test in found:
+        for test in found:  # noqa: SIM110  (a loop, not all(): no generator made for every value)
             if not test(value):
                 return False
         return True
@@ -87,7 +94,7 @@ def _checker(accepted, tests: dict):
     return check
 
 
-def _type_tests(kind: str, accepted, tests: tuple) -> tuple | None:
+def _type_tests(kind: str, accepted: frozenset[str] | None, tests: tuple[Check, ...]) -> tuple[Check, ...] | None:
     """The tests a value of JSON type ``kind`` must pass, None when ``type`` refuses it."""
     if accepted is None or kind in accepted:
         return tests
@@ -96,7 +103,7 @@ def _type_tests(kind: str, accepted, tests: tuple) -> tuple | None:
     return None
 
 
-def _accepted(spec) -> frozenset | None:
+def _accepted(spec: str | list[str] | None) -> frozenset[str] | None:
     """The kinds ``type`` admits (a number admits an integer), None without ``type``."""
     if spec is None:
         return None
@@ -104,7 +111,7 @@ def _accepted(spec) -> frozenset | None:
     return frozenset(accepted | {"integer"} if "number" in accepted else accepted)
 
 
-def kind(value) -> str:
+def kind(value: object) -> str:
     """The JSON type of a converted YAML value; :class:`Unsure` for any other Python type."""
     try:
         return _KINDS[type(value)]
@@ -112,7 +119,7 @@ def kind(value) -> str:
         raise Unsure(type(value).__name__) from None
 
 
-def equal(one, two) -> bool:
+def equal(one: object, two: object) -> bool:
     """jsonschema's equality for scalars (``true`` is not ``1``, ``1`` is ``1.0``); two containers: Unsure."""
     if isinstance(one, str) or isinstance(two, str):
         return one == two
@@ -129,10 +136,10 @@ def equal(one, two) -> bool:
 _NUMBERS, _STRING, _ARRAY, _OBJECT = ("integer", "number"), ("string",), ("array",), ("object",)
 
 
-def _enum(spec, schema):
+def _enum(spec: Any, schema: dict[str, Any]) -> Compiled:
     strings = frozenset(each for each in spec if isinstance(each, str))
 
-    def test(value) -> bool:
+    def test(value: Any) -> bool:
         if type(value) is str:  # equal to a string member only (equal() compares a string with ==)
             return value in strings
         return any(equal(each, value) for each in spec)
@@ -140,27 +147,27 @@ def _enum(spec, schema):
     return None, test
 
 
-def _const(spec, schema):
+def _const(spec: Any, schema: dict[str, Any]) -> Compiled:
     return None, lambda value: equal(spec, value)
 
 
-def _pattern(spec, schema):
+def _pattern(spec: Any, schema: dict[str, Any]) -> Compiled:
     search = re.compile(spec).search
     return _STRING, lambda value: search(value) is not None
 
 
-def _bound(compare):
+def _bound(compare: Callable[[Any, Any], bool]) -> Callable[[Any, dict[str, Any]], Compiled]:
     """A numeric keyword: ``compare(value, limit)`` says the value is out of bounds."""
     return lambda spec, schema: (_NUMBERS, lambda value: not compare(value, spec))
 
 
-def _length(kinds: tuple, compare):
+def _length(kinds: tuple[str, ...], compare: Callable[[int, Any], bool]) -> Callable[[Any, dict[str, Any]], Compiled]:
     """A length keyword on strings or arrays: ``compare(len, limit)`` says too short or too long."""
     return lambda spec, schema: (kinds, lambda value: not compare(len(value), spec))
 
 
-def _unique(spec, schema):
-    def test(value) -> bool:
+def _unique(spec: Any, schema: dict[str, Any]) -> Compiled:
+    def test(value: Any) -> bool:
         if not spec or len(value) < 2:
             return True
         if not all(type(item) is str for item in value):
@@ -170,15 +177,15 @@ def _unique(spec, schema):
     return _ARRAY, test
 
 
-def _required(spec, schema):
+def _required(spec: Any, schema: dict[str, Any]) -> Compiled:
     required = frozenset(spec)
     return _OBJECT, lambda value: value.keys() >= required
 
 
-def _properties(spec, schema):
+def _properties(spec: Any, schema: dict[str, Any]) -> Compiled:
     checks = {key: compile_schema(sub) for key, sub in spec.items()}
 
-    def test(value) -> bool:  # over the value's keys: an entry has a few of the schema's many properties
+    def test(value: Any) -> bool:  # over the value's keys: an entry has a few of the schema's many properties
         for key, item in value.items():
             check = checks.get(key)
             if check is not None and not check(item):
@@ -188,7 +195,7 @@ def _properties(spec, schema):
     return _OBJECT, test
 
 
-def _additional(spec, schema):
+def _additional(spec: Any, schema: dict[str, Any]) -> Compiled:
     if "patternProperties" in schema:
         raise Unsupported("patternProperties")
     known = frozenset(schema.get("properties", {}))
@@ -198,35 +205,36 @@ def _additional(spec, schema):
     return _OBJECT, lambda value: all(check(item) for key, item in value.items() if key not in known)
 
 
-def _property_names(spec, schema):
+def _property_names(spec: Any, schema: dict[str, Any]) -> Compiled:
     check = compile_schema(spec)
     return _OBJECT, lambda value: all(check(key) for key in value)
 
 
-def _items(spec, schema):
+def _items(spec: Any, schema: dict[str, Any]) -> Compiled:
     if isinstance(spec, list):
         raise Unsupported("items as a list of schemas")
     check = compile_schema(spec)
     return _ARRAY, lambda value: all(map(check, value))
 
 
-def _one_of(spec, schema):
+def _one_of(spec: Any, schema: dict[str, Any]) -> Compiled:
     checks = [compile_schema(sub) for sub in spec]
     return None, lambda value: sum(1 for check in checks if check(value)) == 1
 
 
-def _if(spec, schema):
+def _if(spec: Any, schema: dict[str, Any]) -> Compiled:
     condition = compile_schema(spec)
     then = compile_schema(schema.get("then", True))
     otherwise = compile_schema(schema.get("else", True))
     return None, lambda value: then(value) if condition(value) else otherwise(value)
 
 
-_MAKERS = {
+_MAKERS: dict[str, Callable[[Any, dict[str, Any]], Compiled]] = {
     "enum": _enum, "const": _const, "pattern": _pattern,
     "minimum": _bound(lambda v, limit: v < limit), "maximum": _bound(lambda v, limit: v > limit),
     "exclusiveMinimum": _bound(lambda v, limit: v <= limit), "exclusiveMaximum": _bound(lambda v, limit: v >= limit),
-    "minLength": _length(_STRING, lambda n, limit: n < limit), "maxLength": _length(_STRING, lambda n, limit: n > limit),
+    "minLength": _length(_STRING, lambda n, limit: n < limit),
+    "maxLength": _length(_STRING, lambda n, limit: n > limit),
     "minItems": _length(_ARRAY, lambda n, limit: n < limit), "maxItems": _length(_ARRAY, lambda n, limit: n > limit),
     "uniqueItems": _unique, "required": _required, "properties": _properties, "additionalProperties": _additional,
     "propertyNames": _property_names, "items": _items, "oneOf": _one_of, "if": _if,

@@ -5,6 +5,11 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # jsonschema is imported only where a registry is invalid (see validator)
+    from jsonschema import Draft7Validator
+    from jsonschema.exceptions import ValidationError
 
 SCHEMA_FILE = "registry.schema.json"
 
@@ -25,14 +30,16 @@ def schema_path() -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def schema() -> dict:
+def schema() -> dict[str, Any]:
     """The registry schema as a dict, read beside this package (as :func:`schema_path` finds it): without
     importlib.resources, whose imports (tempfile, shutil, zipfile...) cost ``audit list`` more than the read."""
-    return json.loads((Path(__file__).parent.parent / "schema" / SCHEMA_FILE).read_text(encoding="utf-8"))
+    text = (Path(__file__).parent.parent / "schema" / SCHEMA_FILE).read_text(encoding="utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 @functools.lru_cache(maxsize=1)
-def validator():
+def validator() -> Draft7Validator:
     """A draft-07 validator for the registry schema."""
     import jsonschema
 
@@ -55,25 +62,31 @@ def describe(value: object) -> str:
 ECHO_LIMIT = 80
 
 
-def _bound(limit) -> str:
+def _bound(limit: float) -> str:
     return str(limit) if isinstance(limit, int) else f"{limit:.4g}"
 
 
-def _types(expected) -> str:
+def _types(expected: str | list[str]) -> str:
     names = {"integer": "an integer", "number": "a number", "string": "a string", "array": "a list",
              "object": "a mapping", "boolean": "true or false", "null": "null"}
-    expected = expected if isinstance(expected, list) else [expected]
-    return " or ".join(names.get(t, t) for t in expected)
+    listed = expected if isinstance(expected, list) else [expected]
+    return " or ".join(names.get(t, t) for t in listed)
 
 
-def _yaml_word(value) -> str:
+def _yaml_word(value: object) -> str:
     """A value as a registry spells it (``true``, not Python's ``True``)."""
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def phrase(error) -> str:
+def fields(error: ValidationError) -> tuple[Any, Any, Any, Any]:
+    """The keyword that failed, its value in the schema, the value it judged and the schema it belongs to: JSON,
+    whatever types jsonschema gives them."""
+    return error.validator, error.validator_value, error.instance, error.schema
+
+
+def phrase(error: ValidationError) -> str:
     """A jsonschema ``ValidationError`` as a sentence saying what was expected."""
-    kind, spec, value = error.validator, error.validator_value, error.instance
+    kind, spec, value, owner = fields(error)
     if kind == "type":
         return f"expected {_types(spec)}, got {describe(value)}"
     if kind == "enum":
@@ -104,6 +117,6 @@ def phrase(error) -> str:
         size = next(a for a in spec if a["type"] == "integer")
         return (f"expected a fixed size (an integer from {size['minimum']} to {size['maximum']}) or a dim name, "
                 f"got {describe(value)}")
-    if kind == "oneOf" and error.schema.get("description", "").startswith("Who answers"):
+    if kind == "oneOf" and owner.get("description", "").startswith("Who answers"):
         return f"expected a string or a list of strings, got {describe(value)}"
-    return error.message
+    return str(error.message)

@@ -7,21 +7,25 @@ import functools
 import re
 import unicodedata
 
+from typing import Any
+
 from audit.contract import CHECK_NAMES
 from audit.errors import Problem
-from audit.registry.model import FLOAT_DTYPES
+from audit.registry.model import DEFAULT_KIND, FLOAT_DTYPES, EntryKind
 from audit.registry.schema import describe
 from audit.registry.yamltree import Located, dotted
 
 MODULE_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 OP_TARGET = re.compile(r"^[A-Za-z_]\w*::[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
 SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: What a rule finds: each problem's key path inside the entry, and what was expected there.
+Found = list[tuple[tuple[str | int, ...], str]]
 
 
-def registry_problems(entries: list[dict], located: Located, file: str) -> list[Problem]:
+def registry_problems(entries: list[dict[str, Any]], located: Located, file: str) -> list[Problem]:
     """Problems across entries: duplicate names."""
     seen: dict[str, int] = {}
-    problems = []
+    problems: list[Problem] = []
     for index, entry in enumerate(entries):
         name = entry.get("name")
         if not isinstance(name, str):  # the schema has said what a name must be
@@ -35,10 +39,10 @@ def registry_problems(entries: list[dict], located: Located, file: str) -> list[
     return problems
 
 
-def entry_problems(entry: dict, index: int, located: Located, file: str) -> list[Problem]:
+def entry_problems(entry: dict[str, Any], index: int, located: Located, file: str) -> list[Problem]:
     """Every rule below, applied to one merged entry."""
     base = ("entries", index)
-    found: list[tuple[tuple, str]] = []
+    found: Found = []
     for rule in (_required, _owner, _target, _dims, _batch, _indices, _domains, _sparse, _expect):
         try:
             found += rule(entry)
@@ -47,7 +51,7 @@ def entry_problems(entry: dict, index: int, located: Located, file: str) -> list
     return [Problem(file, *located.where(base + p), dotted(base + p), msg) for p, msg in found]
 
 
-def _owner(entry: dict) -> list:
+def _owner(entry: dict[str, Any]) -> Found:
     owners = entry.get("owner")
     owners = owners if isinstance(owners, list) else [owners] if isinstance(owners, str) else []
     bad = [o for o in owners if isinstance(o, str) and _bad_handle(o)]
@@ -69,37 +73,37 @@ def _not_in_handle(char: str) -> bool:
     return char.isspace() or char in "<>`|" or unicodedata.category(char)[0] == "C"
 
 
-def _required(entry: dict) -> list:
-    model = entry.get("kind") == "model"
-    found = [((), f"missing required key {key!r} (set it on the entry or in defaults)")
-             for key in ("owner",) + (() if model else ("inputs",)) if key not in entry]
+def _required(entry: dict[str, Any]) -> Found:
+    model = entry.get("kind") == EntryKind.MODEL
+    found: Found = [((), f"missing required key {key!r} (set it on the entry or in defaults)")
+                    for key in ("owner",) + (() if model else ("inputs",)) if key not in entry]
     if not model and entry.get("inputs") == []:
         found.append((("inputs",), "expected at least one input (only kind model takes its inputs from make_batch)"))
     if "training" in entry and not model:
-        found.append((("training",), f"expected no training settings for kind {entry.get('kind', 'function')} "
+        found.append((("training",), f"expected no training settings for kind {entry.get('kind', DEFAULT_KIND)} "
                                      "(they are for kind model)"))
     return found
 
 
-def _target(entry: dict) -> list:
+def _target(entry: dict[str, Any]) -> Found:
     if "target" not in entry:
         return []  # the schema names the missing key
-    kind, target = entry.get("kind", "function"), entry["target"]
-    if kind == "op" and not OP_TARGET.match(target):
+    kind, target = entry.get("kind", DEFAULT_KIND), entry["target"]
+    if kind == EntryKind.OP and not OP_TARGET.match(target):
         return [(("target",), f"expected 'namespace::name[.overload]' for kind op, got {target!r}")]
-    if kind != "op" and not MODULE_TARGET.match(target):
+    if kind != EntryKind.OP and not MODULE_TARGET.match(target):
         return [(("target",), f"expected 'module:Qualname' for kind {kind}, got {target!r}")]
     return []
 
 
-def _dims(entry: dict) -> list:
+def _dims(entry: dict[str, Any]) -> Found:
     used = {s for spec in entry.get("inputs", []) if "shape" in spec
             for s in spec["shape"] if isinstance(s, str)}
     if "dims" not in entry:
         return []
     ranged = entry["dims"]
-    problems = [(("inputs",), f"dim {name!r} is used in a shape but not ranged in dims")
-                for name in sorted(used - set(ranged))]
+    problems: Found = [(("inputs",), f"dim {name!r} is used in a shape but not ranged in dims")
+                       for name in sorted(used - set(ranged))]
     problems += [(("dims", name), f"dim {name!r} is ranged but no input shape uses it")
                  for name in sorted(set(ranged) - used)]
     problems += [(("dims", name), f"expected [low, high] with low <= high, got {list(r)}")
@@ -107,7 +111,7 @@ def _dims(entry: dict) -> list:
     return problems
 
 
-def _batch(entry: dict) -> list:
+def _batch(entry: dict[str, Any]) -> Found:
     used = {s for spec in entry.get("inputs", []) if "shape" in spec for s in spec["shape"] if isinstance(s, str)}
     name = entry.get("batch")
     if name is None or name in used:
@@ -116,25 +120,26 @@ def _batch(entry: dict) -> list:
                          f"got {name!r}")]
 
 
-def _indices(entry: dict) -> list:
+def _indices(entry: dict[str, Any]) -> Found:
     inputs = entry.get("inputs", [])
-    problems = []
+    problems: Found = []
     for key in ("mutates", "views"):
         for i, position in enumerate(entry.get(key, [])):
             if position >= len(inputs) or "shape" not in inputs[position]:
-                problems.append(((key, i), f"expected the index of a tensor input (0..{len(inputs) - 1}), got {position}"))
+                problems.append(((key, i), f"expected the index of a tensor input (0..{len(inputs) - 1}), "
+                                           f"got {position}"))
     return problems
 
 
-def _domains(entry: dict) -> list:
+def _domains(entry: dict[str, Any]) -> Found:
     return [(("inputs", i, "domain"), f"expected [low, high] with low < high, got {spec['domain']}")
             for i, spec in enumerate(entry.get("inputs", []))
             if "domain" in spec and not spec["domain"][0] < spec["domain"][1]]
 
 
-def _sparse(entry: dict) -> list:
+def _sparse(entry: dict[str, Any]) -> Found:
     """A sparse input (``layout:``) is floating, has dims to index (CSR: exactly 2); density needs a layout."""
-    problems = []
+    problems: Found = []
     for i, spec in enumerate(entry.get("inputs", [])):
         layout, path = spec.get("layout"), ("inputs", i)
         if layout is None and "density" in spec:
@@ -154,11 +159,11 @@ def _sparse(entry: dict) -> list:
     return problems
 
 
-def _expect(entry: dict) -> list:
+def _expect(entry: dict[str, Any]) -> Found:
     if not entry.get("expect"):  # most entries waive nothing: no set of every check name to build for them
         return []
     known = set(CHECK_NAMES) | set(entry.get("checks", []))
-    problems = []
+    problems: Found = []
     for i, waiver in enumerate(entry.get("expect", [])):
         if waiver["check"] not in known:
             problems.append((("expect", i, "check"), f"expected a check name ({', '.join(CHECK_NAMES)} "

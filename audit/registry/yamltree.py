@@ -6,10 +6,11 @@ import datetime
 import functools
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-Path = tuple  # a key path: strings for mapping keys, ints for list items
+Path = tuple[str | int, ...]  # a key path: strings for mapping keys, ints for list items
 
 #: Nesting deeper than this is no registry (and would exhaust Python's recursion).
 MAX_DEPTH = 64
@@ -30,7 +31,7 @@ _EXPONENT_FLOAT = re.compile(r"[-+]?[0-9]+[eE][-+]?[0-9]+")
 class Refused(yaml.YAMLError):
     """The document is well-formed YAML, but not something a registry may be; says where and why."""
 
-    def __init__(self, node, path: Path, message: str):
+    def __init__(self, node: yaml.Node, path: Path, message: str):
         super().__init__(message)
         self.line, self.column = _mark(node)
         self.path, self.message = path, message
@@ -44,12 +45,12 @@ class Located:
     converted twice; without one, the bookkeeping that bounds what aliases expand to has nothing to do."""
 
     data: object
-    marks: dict = field(default_factory=dict)
-    key_marks: dict = field(default_factory=dict)
-    duplicates: list = field(default_factory=list)
+    marks: dict[Path, yaml.Node] = field(default_factory=dict)
+    key_marks: dict[Path, yaml.Node] = field(default_factory=dict)
+    duplicates: list[tuple[Path, tuple[int, int]]] = field(default_factory=list)
     converted: int = 0
-    distinct: set = field(default_factory=set)
-    open_nodes: set = field(default_factory=set)
+    distinct: set[int] = field(default_factory=set)
+    open_nodes: set[int] = field(default_factory=set)
     aliased: bool = True
 
     def where(self, path: Path, *, key: bool = False) -> tuple[int, int]:
@@ -62,7 +63,10 @@ class Located:
 
 
 #: libyaml's parser when PyYAML was built with it (about 4x faster on large registries); same nodes and marks.
-_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    _BASE_LOADER = yaml.SafeLoader
+else:
+    _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Loader(_BASE_LOADER):
@@ -71,21 +75,21 @@ class _Loader(_BASE_LOADER):
     depends on its kind, value and implicitness alone, so each distinct scalar is resolved once (a registry repeats
     most of its scalars: keys, dim names, dtypes), and descending into a node and back has nothing to do."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: str) -> None:
         super().__init__(stream)
-        self.reused: dict = {}  # (tag, text) -> the value, for the scalars of _SCALAR_TAGS
+        self.reused: dict[tuple[str, str], object] = {}  # (tag, text) -> the value, for the scalars of _SCALAR_TAGS
         if not self.yaml_path_resolvers:
-            self.resolve = functools.lru_cache(maxsize=None)(super().resolve)
-            self.descend_resolver, self.ascend_resolver = _IGNORE_TWO, _IGNORE_NONE
+            self.resolve = functools.lru_cache(maxsize=None)(super().resolve)  # type: ignore[method-assign]
+            self.descend_resolver, self.ascend_resolver = _IGNORE_TWO, _IGNORE_NONE  # type: ignore[assignment]
 
-    def dispose(self):
+    def dispose(self) -> None:
         """Also drop the tag cache, which refers back to the loader: no cycle left for the collector to find."""
         super().dispose()
         self.__dict__.pop("resolve", None)
 
 
 #: C callables that do nothing with their arguments (a Python no-op costs a frame per node).
-_IGNORE_TWO, _IGNORE_NONE = {}.get, type(None)
+_IGNORE_TWO, _IGNORE_NONE = {}.get, type(None)  # type: ignore[var-annotated]
 
 
 _LOADER = _Loader
@@ -104,11 +108,11 @@ def parse(text: str) -> Located:
     return located
 
 
-def _mark(node) -> tuple[int, int]:
+def _mark(node: yaml.Node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
 
-def _convert(node, path: Path, located: Located, loader):
+def _convert(node: yaml.Node, path: Path, located: Located, loader: _Loader) -> Any:
     if located.aliased:
         _admit(node, path, located)
     elif len(path) > MAX_DEPTH or node.tag not in PLAIN_TAGS:
@@ -125,7 +129,7 @@ def _convert(node, path: Path, located: Located, loader):
         located.open_nodes.discard(id(node))
 
 
-def _collection(node, path: Path, located: Located, loader):
+def _collection(node: yaml.Node, path: Path, located: Located, loader: _Loader) -> Any:
     if node.__class__ is _MAPPING:
         return _mapping(node, path, located, loader)
     return [_convert(item, path + (i,), located, loader) for i, item in enumerate(node.value)]
@@ -141,7 +145,7 @@ _SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in ("int", "float"
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
-def _scalar(node, loader):
+def _scalar(node: yaml.ScalarNode, loader: _Loader) -> Any:
     if node.tag == _STR_TAG:
         # plain (unquoted) only: a quoted "1e-3" stays the string it says it is
         return float(node.value) if not node.style and _EXPONENT_FLOAT.fullmatch(node.value) else node.value
@@ -153,7 +157,7 @@ def _scalar(node, loader):
     return loader.reused[key]
 
 
-def _constructed(node, loader):
+def _constructed(node: yaml.Node, loader: _Loader) -> Any:
     try:
         if node.tag in _SCALAR_TAGS:
             value = loader.yaml_constructors[node.tag](loader, node)
@@ -164,7 +168,7 @@ def _constructed(node, loader):
     return value.isoformat() if isinstance(value, (datetime.date, datetime.datetime)) else value
 
 
-def _admit(node, path: Path, located: Located) -> None:
+def _admit(node: yaml.Node, path: Path, located: Located) -> None:
     """Refuse what no registry needs and what would make conversion unbounded."""
     if id(node) in located.open_nodes or len(path) > MAX_DEPTH or node.tag not in PLAIN_TAGS:
         _refuse(node, path, located)
@@ -175,7 +179,7 @@ def _admit(node, path: Path, located: Located) -> None:
                                   f"{len(located.distinct):,} written ones; write the values out instead")
 
 
-def _refuse(node, path: Path, located: Located) -> None:
+def _refuse(node: yaml.Node, path: Path, located: Located) -> None:
     """The first of: a node inside itself, nesting too deep, a tag."""
     if id(node) in located.open_nodes:
         raise Refused(node, path, "a recursive alias: this node contains itself")
@@ -185,8 +189,8 @@ def _refuse(node, path: Path, located: Located) -> None:
     raise Refused(node, path, f"expected plain YAML, got the tag {tag!r} (tags are not allowed)")
 
 
-def _mapping(node, path: Path, located: Located, loader) -> dict:
-    result: dict = {}
+def _mapping(node: yaml.Node, path: Path, located: Located, loader: _Loader) -> dict[str, Any]:
+    result: dict[str, Any] = {}
     for key_node, value_node in node.value:
         if key_node.tag == _STR_TAG and key_node.__class__ is _SCALAR:
             key = key_node.value  # what construct_object gives, without its bookkeeping

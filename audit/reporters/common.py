@@ -8,11 +8,11 @@ import re
 from dataclasses import replace
 
 from audit.contract import CHECK_NAMES, Status
+from audit.registry.model import LAYER_KINDS
+from audit.reporters.statuses import SEVERITY
 from audit.results.cells import Cell, CellFailure
 from audit.results.matrix import Matrix, MatrixEntry
 
-#: Worst first: the status a group of cells (one check, several dtypes or devices) is shown as.
-SEVERITY = (Status.ERROR, Status.FAIL, Status.XPASS, Status.SKIP, Status.WAIVED, Status.UNSUPPORTED, Status.PASS)
 SHOWN = (Status.FAIL, Status.ERROR)
 
 
@@ -37,7 +37,8 @@ def short(name: str) -> str:
 
 
 def worst(cells: list[Cell]) -> Status | None:
-    """The most severe status among ``cells`` (None when there are none)."""
+    """The most severe status among ``cells`` (None when there are none): what a group of cells (one check,
+    several dtypes or devices) is shown as."""
     statuses = {c.status for c in cells}
     return next((s for s in SEVERITY if s in statuses), None)
 
@@ -55,14 +56,10 @@ def rows(matrix: Matrix) -> list[tuple[MatrixEntry, str | None]]:
     return [(e, d) for e in matrix.entries for d in dict.fromkeys(c.device for c in e.cells)]
 
 
-#: Kinds shown beside the name: the layers above the operators.
-LAYERS = ("module", "model")
-
-
 def row_label(entry: MatrixEntry, device: str | None) -> str:
     """An entry's name (with its layer when it is a module or model), and the device when rows are
     split by device."""
-    name = f"{entry.name} [{entry.kind}]" if entry.kind in LAYERS else entry.name
+    name = f"{entry.name} [{entry.kind}]" if entry.kind in LAYER_KINDS else entry.name
     return name if device is None else f"{name} ({device})"
 
 
@@ -136,7 +133,7 @@ def headline(matrix: Matrix) -> str:
     if probes:
         gated = matrix.verdict == "fail" and not any(c.claimed and c.gates(False) for c in cells)
         parts.append(f"{probes} in unclaimed probes ({'their xpass gates under --strict' if gated else 'do not gate'})")
-    return f"autograd-audit: {matrix.verdict.upper()}: " + "; ".join(parts)
+    return f"autograd-audit: {(matrix.verdict or '?').upper()}: " + "; ".join(parts)
 
 
 def _counts(cells) -> str:

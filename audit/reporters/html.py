@@ -15,14 +15,9 @@ from importlib import resources
 
 from audit.reporters.common import (columns, further_failures, group, headline, owner_groups, problems, row_label, rows,
                                     short, worst)
+from audit.reporters.statuses import FILTERS, PRESENTATION, symbol
 from audit.results.cells import CellFailure
 from audit.results.matrix import Matrix
-
-SYMBOL = {"pass": "✓", "fail": "✗", "error": "!", "unsupported": "–", "waived": "w", "xpass": "+", "skip": "s"}
-MEANING = {"pass": "held on every example", "fail": "a claimed property was violated",
-           "error": "the audit could not decide", "unsupported": "not claimed, does not hold",
-           "waived": "fails, covered by a waiver", "xpass": "holds though not claimed", "skip": "not run here"}
-ORDER = ("fail", "error", "xpass", "skip", "waived", "unsupported", "pass")
 
 
 def render(matrix: Matrix, *, by_owner: bool = False) -> str:
@@ -45,7 +40,7 @@ def render(matrix: Matrix, *, by_owner: bool = False) -> str:
 
 
 def _counts(matrix: Matrix) -> str:
-    parts = [f'<span class="chip s-{escape(s)}">{SYMBOL.get(s, "?")} {n} {escape(s)}</span>'
+    parts = [f'<span class="chip s-{escape(s)}">{symbol(s)} {n} {escape(s)}</span>'
              for s, n in (matrix.summary or {}).items() if n]
     return " ".join(parts) or "no cells"
 
@@ -53,7 +48,8 @@ def _counts(matrix: Matrix) -> str:
 def _failures(matrix: Matrix) -> str:
     found = problems(matrix)
     if not found:
-        return '<section class="failures"><h2>Failures</h2><p class="none">None: every gating cell passed.</p></section>'
+        return ('<section class="failures"><h2>Failures</h2><p class="none">None: every gating cell passed.</p>'
+                '</section>')
     items = []
     for entry, cell in found:
         case = json.dumps(cell.case, indent=1) if cell.case else ""
@@ -91,8 +87,9 @@ def _further(failure: CellFailure) -> str:
 def _controls(matrix: Matrix) -> str:
     owners = sorted({o for e in matrix.entries for o in e.owners})
     options = "".join(f'<option value="{escape(o)}">{escape(o)}</option>' for o in owners)
-    boxes = "".join(f'<label class="chip s-{s}" title="{escape(MEANING[s])}"><input type="checkbox" value="{s}" '
-                    f'checked> {SYMBOL[s]} {s}</label>' for s in ORDER)
+    boxes = "".join(f'<label class="chip s-{s.value}" title="{escape(PRESENTATION[s].meaning)}"><input '
+                    f'type="checkbox" value="{s.value}" checked> {PRESENTATION[s].symbol} {s.value}</label>'
+                    for s in FILTERS)
     return (f'<h2>Matrix</h2><section class="controls"><label>Owner <select id="owner"><option value="">all owners'
             f'</option>{options}</select></label> <span class="statuses">{boxes}</span>'
             f'<span class="hint">Click a cell for its message, shrunk input and replay command.</span></section>')
@@ -121,10 +118,11 @@ def _grid(matrix: Matrix, cells: list) -> str:
             tip = "; ".join(f"{c.dtype}, {c.device}: {c.status.value}" for c in members)
             statuses = " ".join(sorted({c.status.value for c in members}))
             tds.append(f'<td class="cell s-{status.value}" data-cells="{ids}" data-statuses="{statuses}" '
-                       f'title="{escape(name)}: {escape(tip)}" tabindex="0">{SYMBOL[status.value]}</td>')
+                       f'title="{escape(name)}: {escape(tip)}" tabindex="0">{PRESENTATION[status].symbol}</td>')
         owners = ", ".join(entry.owners)
         body.append(f'<tr data-owners="{escape(json.dumps(list(entry.owners)))}"><th class="name">'
-                    f'{escape(row_label(entry, device))}</th><td class="owner">{escape(owners)}</td>{"".join(tds)}</tr>')
+                    f'{escape(row_label(entry, device))}</th><td class="owner">{escape(owners)}</td>'
+                    f'{"".join(tds)}</tr>')
     return (f'<table class="grid"><thead><tr><th>entry</th><th>owner</th>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>')
 

@@ -9,20 +9,21 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from audit.contract import Status
 from audit.reporters.common import also_lines, headline
+from audit.reporters.statuses import PRESENTATION, junit_statuses
 from audit.results.cells import Cell
 from audit.results.matrix import Matrix, MatrixEntry
 
 #: Characters XML 1.0 cannot carry at all (control characters other than tab, newline, return).
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-SKIPPED = {"skip", "unsupported", "waived"}
 
 
 def render(matrix: Matrix) -> str:
     """JUnit XML text of ``matrix``."""
     cells = list(matrix.pairs())
-    counts = {"tests": len(cells), "failures": _count(cells, {"fail"}), "errors": _count(cells, {"error"}),
-              "skipped": _count(cells, SKIPPED)}
+    counts = {"tests": len(cells), "failures": _count(cells, "failure"), "errors": _count(cells, "error"),
+              "skipped": _count(cells, "skipped")}
     seconds = f"{sum(c.seconds for _, c in cells):.3f}"
     root = ET.Element("testsuites", name="autograd-audit", time=seconds, **_strings(counts))
     suite = ET.SubElement(root, "testsuite", name="autograd-audit", time=seconds,
@@ -45,23 +46,23 @@ def _testcase(matrix: Matrix, entry: MatrixEntry, cell: Cell) -> ET.Element:
                   "time": f"{cell.seconds:.3f}"}
     if matrix.registry:
         attributes.update(file=_clean(matrix.registry), line=str(entry.registry_line))
-    case = ET.Element("testcase", **attributes)
-    status, message = cell.status.value, _clean(cell.message)
+    case = ET.Element("testcase", attrib=attributes)
+    element, message = PRESENTATION[cell.status].junit, _clean(cell.message)
     detail = _clean("\n".join(filter(None, [cell.message, f"owner: {attributes['classname']}",
                                             f"repro: {cell.repro}", *also_lines(cell)])))
-    if status == "fail":
-        ET.SubElement(case, "failure", message=_first_line(message), type="fail").text = detail
-    elif status == "error":
-        ET.SubElement(case, "error", message=_first_line(message), type="error").text = detail
-    elif status in SKIPPED:
-        ET.SubElement(case, "skipped", message=_clean(f"{status}: {message}"))
-    elif status == "xpass" and message:
+    if element in ("failure", "error"):
+        ET.SubElement(case, element, message=_first_line(message), type=cell.status.value).text = detail
+    elif element == "skipped":
+        ET.SubElement(case, "skipped", message=_clean(f"{cell.status.value}: {message}"))
+    elif cell.status is Status.XPASS and message:
         ET.SubElement(case, "system-out").text = message
     return case
 
 
-def _count(cells, statuses) -> int:
-    return sum(c.status.value in statuses for _, c in cells)
+def _count(cells, element: str) -> int:
+    """How many cells become a test case with ``element`` (failure, error, skipped)."""
+    statuses = junit_statuses(element)
+    return sum(c.status in statuses for _, c in cells)
 
 
 def _strings(counts: dict) -> dict:

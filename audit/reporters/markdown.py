@@ -5,10 +5,8 @@ from __future__ import annotations
 from audit.reporters.common import (also_lines, columns, failure_line, group, headline, markdown_text, owner_groups,
                                     problems, registry_of, row_label, rows, worst)
 from audit.results.cells import Cell
+from audit.reporters.statuses import PRESENTATION
 from audit.results.matrix import Matrix
-
-ICON = {"pass": "✅ pass", "fail": "❌ fail", "error": "💥 error", "unsupported": "➖ unsupported",
-        "waived": "🟡 waived", "xpass": "⬆️ xpass", "skip": "⏭️ skip"}
 
 
 def render(matrix: Matrix, *, by_owner: bool = False) -> str:
@@ -52,4 +50,4 @@ def _cell(cells: list[Cell]) -> str:
     if status is None:
         return "·"
     count = sum(c.status is status for c in cells)
-    return ICON[status.value] + (f" ×{count}" if count > 1 else "")
+    return f"{PRESENTATION[status].emoji} {status.value}" + (f" ×{count}" if count > 1 else "")

@@ -15,7 +15,6 @@ from audit.results.cells import Cell
 from audit.results.matrix import Matrix, MatrixEntry
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-LEVEL = {"fail": "error", "error": "error"}
 
 
 def render(matrix: Matrix, contracts: dict[str, str] | None = None) -> str:
@@ -52,7 +51,7 @@ def _result(entry: MatrixEntry, cell: Cell, rule: int, registry: str) -> dict:
     return {
         "ruleId": cell.check,
         "ruleIndex": rule,
-        "level": LEVEL[cell.status.value] if cell.claimed else "warning",  # unclaimed: never gates
+        "level": "error" if cell.claimed else "warning",  # unclaimed: never gates
         "message": {"text": printable("\n".join([failure_line(entry, cell, registry), *also_lines(cell)]))},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": registry},
                                             "region": {"startLine": max(1, int(entry.registry_line))}}}],

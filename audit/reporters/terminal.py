@@ -19,12 +19,20 @@ from audit.results.cells import Cell
 from audit.results.matrix import Matrix
 from audit.reporters.common import (SHOWN, also_lines, columns, failure_line, group, headline, owner_groups, printable,
                                     problems, registry_of, row_label, rows, short, worst)
+from audit.reporters.statuses import PRESENTATION
 
-SYMBOL = {"pass": "✓", "fail": "✗ FAIL", "error": "! ERROR", "unsupported": "–", "waived": "w", "xpass": "+",
-          "skip": "s"}
-LEGEND = "✓ pass  ✗ fail  ! error  – unsupported  w waived  + xpass  s skip  · no cell"
-STYLE = {"pass": "green", "fail": "bold red", "error": "bold magenta", "unsupported": "dim",
-         "waived": "yellow", "xpass": "cyan", "skip": "blue"}
+LEGEND = "  ".join(f"{shown.symbol} {status.value}" for status, shown in PRESENTATION.items()) + "  · no cell"
+
+
+def mark(status: Status) -> str:
+    """A table cell's text: the status's symbol, and its name in capitals when it fails the gate (``✗ FAIL``)."""
+    symbol = PRESENTATION[status].symbol
+    return f"{symbol} {status.value.upper()}" if status.gates(strict=False) else symbol
+
+
+def style(status: Status) -> str:
+    """The status's colour on a terminal."""
+    return PRESENTATION[status].style
 
 
 def render(matrix: Matrix, *, color: bool = False, width: int = 120, by_owner: bool = False, verbosity: int = 0) -> str:
@@ -36,7 +44,7 @@ def render(matrix: Matrix, *, color: bool = False, width: int = 120, by_owner: b
     shown = SHOWN + (NOTED if verbosity > 0 else ())
     for entry, cell in problems(matrix, shown):
         for line in [failure_line(entry, cell, registry_of(matrix))] + [f"  {a}" for a in also_lines(cell)]:
-            console.print(Text(printable(line), style=STYLE[cell.status.value]), soft_wrap=True)
+            console.print(Text(printable(line), style=style(cell.status)), soft_wrap=True)
     if verbosity >= 0:
         for title, narrowed in owner_groups(matrix) if by_owner else [("validation matrix", matrix)]:
             for shown_part in _parts(narrowed, title, width):
@@ -60,17 +68,16 @@ def _parts(matrix: Matrix, title: str, width: int) -> list:
     names = columns(matrix)
     shown, collapsed = _collapse(matrix)
     label = max([len("entry")] + [len(printable(row_label(e, d))) for e, d in shown])
-    widths = {n: max([len(short(n))] + [len(SYMBOL[_status(e, n, d)]) for e, d in shown if _status(e, n, d)])
-              for n in names}
+    widths = {n: max([len(short(n))] + [len(mark(s)) for e, d in shown if (s := _status(e, n, d))]) for n in names}
     groups = _fit(names, widths, label, width)
     parts: list = []
     if shown and groups is None:
         parts = [Text(f"{printable(row_label(e, d))}: " + ", ".join(
-            f"{short(n)} {SYMBOL[_status(e, n, d)]}" for n in names if _status(e, n, d))) for e, d in shown]
-    elif shown:
+            f"{short(n)} {mark(s)}" for n in names if (s := _status(e, n, d)))) for e, d in shown]
+    elif shown and groups:
         parts = [_table(shown, group_names, title if len(groups) == 1 else f"{title} ({i}/{len(groups)})")
                  for i, group_names in enumerate(groups, 1)]
-    return parts + [Text(printable(line), style=STYLE["skip"]) for line in collapsed]
+    return parts + [Text(printable(line), style=style(Status.SKIP)) for line in collapsed]
 
 
 def _fit(names: list[str], widths: dict, label: int, width: int) -> list[list[str]] | None:
@@ -106,9 +113,8 @@ def _collapse(matrix: Matrix) -> tuple[list, list[str]]:
     return [(e, d) for e, d in rows(matrix) if (id(e), d) not in folded], lines
 
 
-def _status(entry, name: str, device) -> str:
-    status = worst(group(entry, name, device))
-    return status.value if status else ""
+def _status(entry, name: str, device) -> Status | None:
+    return worst(group(entry, name, device))
 
 
 def _table(shown: list, names: list[str], title: str) -> Table:
@@ -125,4 +131,4 @@ def _cell(cells: list[Cell]) -> Text:
     status = worst(cells)
     if status is None:
         return Text("·", style="dim")
-    return Text(SYMBOL[status.value], style=STYLE[status.value])
+    return Text(mark(status), style=style(status))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from audit.contract import Status
 from audit.registry.model import Entry
@@ -16,20 +18,20 @@ class CellFailure:
     replay script."""
 
     message: str
-    case: dict | None = None
+    case: dict[str, Any] | None = None
     repro: str = ""
     script: str | None = field(default=None, compare=False, repr=False)
     #: Keys of the failure object this version does not model, kept as read.
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     #: The keys :meth:`to_json` writes that the object read lacked (left out again when written).
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The contract's failure object."""
         return restore({"message": self.message, "case": self.case, "repro": self.repro}, self.extra, self.absent)
 
     @staticmethod
-    def from_json(data: dict) -> "CellFailure":
+    def from_json(data: dict[str, Any]) -> CellFailure:
         """The inverse of :meth:`to_json`."""
         return CellFailure(data.get("message", ""), data.get("case"), data.get("repro", ""),
                            extra=unknown(data, FAILURE_KEYS), absent=missing(data, FAILURE_KEYS))
@@ -54,13 +56,13 @@ class Cell:
     seconds: float = 0.0
     message: str = ""
     repro: str = ""
-    case: dict | None = None
+    case: dict[str, Any] | None = None
     expected: bool = False
-    metrics: dict = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
     script: str | None = field(default=None, compare=False, repr=False)
     failures: tuple[CellFailure, ...] = ()
     #: Keys of the cell object this version does not model (a newer audit's, a tool's), kept as read.
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     #: The always-written keys that the cell object read lacked (left out again when written).
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
@@ -79,11 +81,12 @@ class Cell:
             return ()
         return (self.script,) + tuple(f.script for f in self.failures[1:] if f.script)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The contract's cell object (``case``, ``expected``, ``metrics`` and ``failures`` only when set)."""
-        data = {"check": self.check, "dtype": self.dtype, "device": self.device, "status": self.status.value,
-                "claimed": self.claimed, "examples": self.examples, "seconds": round(self.seconds, 3),
-                "message": self.message, "repro": self.repro}
+        data: dict[str, Any] = {
+            "check": self.check, "dtype": self.dtype, "device": self.device, "status": self.status.value,
+            "claimed": self.claimed, "examples": self.examples, "seconds": round(self.seconds, 3),
+            "message": self.message, "repro": self.repro}
         if self.case is not None:
             data["case"] = self.case
         if self.expected:
@@ -95,7 +98,7 @@ class Cell:
         return restore(data, self.extra, self.absent)
 
     @staticmethod
-    def from_json(data: dict) -> "Cell":
+    def from_json(data: dict[str, Any]) -> Cell:
         """The inverse of :meth:`to_json`."""
         return Cell(check=data["check"], dtype=data["dtype"], device=data["device"],
                     status=Status(data["status"]), claimed=data.get("claimed", True), examples=data.get("examples", 0),
@@ -107,7 +110,7 @@ class Cell:
 
 
 def judge(entry: Entry, outcome: Outcome, *, claimed: bool, claim: str, today: str, repro: str,
-          replays=()) -> Cell:
+          replays: Iterable[str] = ()) -> Cell:
     """Apply the claim and any waiver to a raw outcome. ``replays``: the command that runs each failure's
     replay script, the first failure's first (empty where no script is written)."""
     key = outcome.key
@@ -128,7 +131,7 @@ def _failures(outcome: Outcome, replays: tuple[str, ...]) -> tuple[CellFailure, 
     return tuple(CellFailure(f.message, f.case, r, f.script) for f, r in zip(found, replays))
 
 
-def _status(entry: Entry, outcome: Outcome, claimed: bool, claim: str, today: str):
+def _status(entry: Entry, outcome: Outcome, claimed: bool, claim: str, today: str) -> tuple[Status, str, bool]:
     key = outcome.key
     waiver = next((w for w in entry.expect if w.covers(key.check, key.dtype, key.device)), None)
     if outcome.verdict == Verdict.ERRORED:

@@ -7,14 +7,16 @@ reporters in :mod:`audit.reporters.changes` render it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from audit.results.cells import Cell
+from audit.results.environment import FIELDS as MACHINE
 from audit.results.matrix import Matrix, MatrixEntry
 
 GATING = {"fail", "error"}
 WORKING = {"pass", "xpass"}
 #: Environment keys that describe the machine and software; a change in any is an environment change.
-ENVIRONMENT_KEYS = ("torch", "python", "cuda", "devices", "platform", "examples", "compile_backend", "seed")
+ENVIRONMENT_KEYS = MACHINE + ("examples", "compile_backend", "seed")
 
 #: Change classes, in the order a reader meets them.
 CLASSES = ("regression", "fix", "still_failing", "newly_unsupported", "newly_passing", "newly_skipped",
@@ -75,7 +77,7 @@ class Diff:
         """Whether any cell regressed: the diff's exit code is 1."""
         return bool(self.of("regression"))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """A JSON-ready form, keys sorted by the writer."""
         return {
             "schema": "audit-diff/1",
@@ -152,12 +154,12 @@ def _cells(entry: MatrixEntry) -> dict[tuple[str, str, str], Cell]:
     return {(c.check, c.dtype, c.device): c for c in entry.cells}
 
 
-def _label(name: str, key) -> str:
+def _label(name: str, key: tuple[str, str, str]) -> str:
     check, dtype, device = key
     return f"{name} {check} ({dtype}, {device})"
 
 
-def _change_json(change: CellChange) -> dict:
+def _change_json(change: CellChange) -> dict[str, Any]:
     return {"entry": change.entry, "owner": list(change.owners), "check": change.check, "dtype": change.dtype,
             "device": change.device, "old": change.old, "new": change.new, "message": change.message,
             "repro": change.repro}

@@ -7,15 +7,19 @@ import dataclasses
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from audit.contract import MATRIX_SCHEMA, Status
 from audit.errors import UsageError
 from audit.io import json_text, read_json, utc_timestamp
+from audit.registry.model import Entry, Registry
 from audit.results.cells import Cell
+from audit.results.environment import Environment
 from audit.results.passthrough import missing, restore, unknown
+from audit.runtime.options import RunOptions
 
 #: The keys of the contract's entry object: always written (the first row), written when set (the second).
 ENTRY_KEYS = ("name", "owner", "kind", "target", "digest", "cells")
@@ -38,7 +42,7 @@ class MatrixEntry:
     line: int | None = None
     target_error: str = ""
     #: Keys of the entry object this version does not model, kept as read.
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     #: The always-written keys that the entry object read lacked (left out again when written).
     absent: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
@@ -47,9 +51,9 @@ class MatrixEntry:
         """The entry's line in the registry (1 when the matrix does not record it)."""
         return 1 if self.line is None else self.line
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The contract's entry object."""
-        data = {"name": self.name, "owner": list(self.owners), "kind": self.kind, "target": self.target,
+        data: dict[str, Any] = {"name": self.name, "owner": list(self.owners), "kind": self.kind, "target": self.target,
                 "digest": self.digest, "cells": [c.to_json() for c in self.cells]}
         if self.line is not None:
             data["line"] = self.line
@@ -58,7 +62,7 @@ class MatrixEntry:
         return restore(data, self.extra, self.absent)
 
     @staticmethod
-    def from_json(data: dict) -> "MatrixEntry":
+    def from_json(data: dict[str, Any]) -> MatrixEntry:
         """The inverse of :meth:`to_json`."""
         return MatrixEntry(name=data["name"], owners=tuple(data.get("owner") or ()), kind=data.get("kind", ""),
                            target=data.get("target", ""), digest=data.get("digest"),
@@ -74,15 +78,15 @@ class Matrix:
     optional keys are None when a matrix read from a file does not have them."""
 
     entries: tuple[MatrixEntry, ...]
-    environment: dict | None = None
+    environment: dict[str, Any] | None = None
     schema: str | None = MATRIX_SCHEMA
     created: str | None = None
     registry: str | None = None
-    summary: dict | None = None
+    summary: dict[str, Any] | None = None
     verdict: str | None = None
-    shard: dict | None = None
+    shard: dict[str, Any] | None = None
     #: Keys of the matrix object this version does not model, kept as read.
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def cells(self) -> list[Cell]:
         """Every cell, in matrix order."""
@@ -92,15 +96,15 @@ class Matrix:
         """(entry, cell) for every cell, in matrix order."""
         return ((entry, cell) for entry in self.entries for cell in entry.cells)
 
-    def judged(self, strict: bool) -> "Matrix":
+    def judged(self, strict: bool) -> Matrix:
         """This matrix with its summary and its verdict under ``strict`` counted from its cells."""
         cells = self.cells()
         return dataclasses.replace(self, summary=summary(cells), verdict=verdict(cells, strict))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The contract's matrix object."""
         data = {"entries": [e.to_json() for e in self.entries]}
-        optional = {"schema": self.schema, "environment": self.environment, "created": self.created,
+        optional: dict[str, Any] = {"schema": self.schema, "environment": self.environment, "created": self.created,
                     "registry": self.registry, "summary": self.summary, "verdict": self.verdict, "shard": self.shard}
         data.update((key, value) for key, value in optional.items() if value is not None)
         return restore(data, self.extra, frozenset())
@@ -110,7 +114,7 @@ class Matrix:
         return json_text(self.to_json())
 
     @staticmethod
-    def from_json(data: dict) -> "Matrix":
+    def from_json(data: dict[str, Any]) -> Matrix:
         """The inverse of :meth:`to_json`: a key this version does not model is kept, and written back."""
         return Matrix(entries=tuple(MatrixEntry.from_json(e) for e in data.get("entries", ())),
                       environment=data.get("environment"),
@@ -131,27 +135,54 @@ def read_matrix(path: str) -> Matrix:
         raise UsageError(f"{path}: not a valid autograd-audit matrix: {type(exc).__name__}: {exc}") from None
 
 
-def build(result, registry, seed: int, strict: bool = False, shard: dict | None = None) -> Matrix:
-    """The matrix of an engine run, its verdict under ``strict``; ``shard``: which shard of a split run it is."""
+class AuditedEntry(Protocol):
+    """What the engine found for one entry (:class:`audit.engine.runner.EntryResult`)."""
+
+    @property
+    def entry(self) -> Entry: ...
+
+    @property
+    def digest(self) -> str | None: ...
+
+    @property
+    def cells(self) -> tuple[Cell, ...]: ...
+
+    @property
+    def target_error(self) -> str: ...
+
+
+class Audited(Protocol):
+    """What an engine run found (:class:`audit.engine.runner.RunResult`): each entry's cells, and the machine."""
+
+    @property
+    def entries(self) -> tuple[AuditedEntry, ...]: ...
+
+    @property
+    def environment(self) -> Environment: ...
+
+
+def build(result: Audited, registry: Registry, options: RunOptions, strict: bool = False,
+          shard: dict[str, Any] | None = None) -> Matrix:
+    """The matrix of an engine run under ``options``, its verdict under ``strict``; ``shard``: which shard of a
+    split run it is."""
     return Matrix(entries=tuple(_entry(r) for r in result.entries),
-                  environment=environment(result.environment, registry, seed), created=utc_timestamp(),
+                  environment=environment(result.environment, registry, options), created=utc_timestamp(),
                   registry=repository_path(registry.path), shard=shard).judged(strict)
 
 
-def _entry(result) -> MatrixEntry:
+def _entry(result: AuditedEntry) -> MatrixEntry:
     entry = result.entry
-    return MatrixEntry(name=entry.name, owners=tuple(entry.owners), kind=entry.kind, target=entry.target,
+    return MatrixEntry(name=entry.name, owners=tuple(entry.owners), kind=entry.kind.value, target=entry.target,
                        digest=result.digest, cells=tuple(result.cells), line=entry.line,
                        target_error=result.target_error or "")
 
 
-def environment(workers: dict, registry, seed: int) -> dict:
+def environment(machine: Environment, registry: Registry, options: RunOptions) -> dict[str, Any]:
     """The fingerprint: torch, Python, platform, CUDA, devices, git commit, registry digest, seed, and the
     run settings that change verdicts (examples per claimed cell, compile backend)."""
-    return {"torch": workers.get("torch"), "python": workers.get("python"), "cuda": workers.get("cuda"),
-            "devices": workers.get("devices", ["cpu"]), "platform": workers.get("platform"),
-            "git_commit": git_commit(Path(registry.path).parent), "registry_sha256": registry.sha256,
-            "seed": seed, "examples": workers.get("examples"), "compile_backend": workers.get("compile_backend")}
+    return {**machine.to_json(), "git_commit": git_commit(Path(registry.path).parent),
+            "registry_sha256": registry.sha256, "seed": options.seed, "examples": options.examples,
+            "compile_backend": options.compile_backend}
 
 
 def repository_path(path: str) -> str:
@@ -182,7 +213,7 @@ def _git(folder: Path, *args: str) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-def summary(cells) -> dict:
+def summary(cells: Iterable[Cell]) -> dict[str, int]:
     """How many cells have each status (every status present, zeros included)."""
     counts = {status.value: 0 for status in Status}
     for cell in cells:
@@ -190,12 +221,12 @@ def summary(cells) -> dict:
     return counts
 
 
-def gating(cells, strict: bool) -> list:
+def gating(cells: Iterable[Cell], strict: bool) -> list[Cell]:
     """The cells that fail the gate (see :meth:`Cell.gates`)."""
     return [c for c in cells if c.gates(strict)]
 
 
-def verdict(cells, strict: bool) -> str:
+def verdict(cells: Iterable[Cell], strict: bool) -> str:
     """``pass`` or ``fail``."""
     return "fail" if gating(cells, strict) else "pass"
 
@@ -210,10 +241,10 @@ def volatile_metric(name: str) -> bool:
     return name.endswith(VOLATILE_SUFFIXES)
 
 
-def comparable(matrix: dict) -> dict:
+def comparable(matrix: dict[str, Any]) -> dict[str, Any]:
     """``matrix`` without what differs between two runs on the same inputs and seed: ``created``, each
     cell's ``seconds`` and its volatile metrics. Two such runs give equal results."""
-    stable = json.loads(json.dumps(matrix))
+    stable: dict[str, Any] = json.loads(json.dumps(matrix))
     stable.pop("created", None)
     for entry in stable.get("entries", []):
         for cell in entry.get("cells", []):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class Verdict(str, enum.Enum):
@@ -37,7 +38,7 @@ class Failure:
     """A further distinct failure of a cell: what it said, its shrunk case and its own replay script."""
 
     message: str
-    case: dict | None = None
+    case: dict[str, Any] | None = None
     script: str | None = None
 
 
@@ -51,9 +52,9 @@ class Outcome:
     message: str = ""
     examples: int = 0
     seconds: float = 0.0
-    case: dict | None = None
+    case: dict[str, Any] | None = None
     script: str | None = None
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
     others: tuple[Failure, ...] = ()
 
 
@@ -62,7 +63,7 @@ def error_outcome(key: CellKey, message: str) -> Outcome:
     return Outcome(key, Verdict.ERRORED, message)
 
 
-def outcome_to_json(outcome: Outcome) -> dict:
+def outcome_to_json(outcome: Outcome) -> dict[str, Any]:
     """An outcome as plain data (for the result cache)."""
     return {"check": outcome.key.check, "dtype": outcome.key.dtype, "device": outcome.key.device,
             "verdict": outcome.verdict.value, "message": outcome.message, "examples": outcome.examples,
@@ -70,7 +71,7 @@ def outcome_to_json(outcome: Outcome) -> dict:
             "others": [{"message": f.message, "case": f.case, "script": f.script} for f in outcome.others]}
 
 
-def outcome_from_json(data: dict) -> Outcome:
+def outcome_from_json(data: dict[str, Any]) -> Outcome:
     """The inverse of :func:`outcome_to_json`; a record written before ``others`` existed has none. ValueError
     on a verdict this audit does not know."""
     others = tuple(Failure(f["message"], f["case"], f["script"]) for f in data.get("others", ()))

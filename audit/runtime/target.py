@@ -8,10 +8,11 @@ import inspect
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from audit.errors import AuditError
-from audit.registry.model import Entry
+from audit.registry.model import LAYER_KINDS, Entry, EntryKind
 from audit.runtime import definition, native, triton
 
 
@@ -42,7 +43,7 @@ def resolve(entry: Entry, base: Path) -> Target:
     for item in entry.load:
         if not native.is_native(item):
             _load(item)
-    obj = _op(entry.target) if entry.kind == "op" else import_object(entry.target)
+    obj = _op(entry.target) if entry.kind == EntryKind.OP else import_object(entry.target)
     fn = _callable(entry, obj)
     reference = import_object(entry.reference) if entry.reference else None
     return Target(fn=fn, reference=reference, digest=_digest(entry, obj, loaded.files), obj=obj, unbuilt=unbuilt)
@@ -82,23 +83,28 @@ def _op(target: str):
                           f"listed in load?): {exc}") from exc
 
 
-def _callable(entry: Entry, obj) -> Callable:
-    import torch
-
-    if entry.kind in ("module", "model"):
+def _callable(entry: Entry, obj: Any) -> Callable:
+    if entry.kind in LAYER_KINDS:
         if not callable(obj):
             raise TargetError(f"{entry.target} is not a factory (got {type(obj).__name__}): kind {entry.kind} "
-                              "names a function that builds the " + ("module" if entry.kind == "module" else
+                              "names a function that builds the " + ("module" if entry.kind == EntryKind.MODULE else
                                                                      "(model, make_batch, loss) triple"))
-        return ModuleCall(obj) if entry.kind == "module" else obj
-    if entry.kind == "function":
-        if not (inspect.isclass(obj) and issubclass(obj, torch.autograd.Function)):
+        return ModuleCall(obj) if entry.kind == EntryKind.MODULE else obj
+    if entry.kind == EntryKind.FUNCTION:
+        if not _autograd_function(obj):
             raise TargetError(f"{entry.target} is not a torch.autograd.Function subclass "
                               f"(got {type(obj).__name__}); use kind: callable for plain functions")
         return obj.apply
     if not callable(obj):
         raise TargetError(f"{entry.target} is not callable (got {type(obj).__name__})")
     return obj
+
+
+def _autograd_function(obj: object) -> bool:
+    """Whether ``obj`` is a torch.autograd.Function subclass."""
+    import torch
+
+    return inspect.isclass(obj) and issubclass(obj, torch.autograd.Function)
 
 
 class ModuleCall:
@@ -150,7 +156,7 @@ def _digest(entry: Entry, obj, native_files=()) -> str:
     op its schema and its Python modules; and the native sources or library, so that a changed kernel is
     told apart from a changed framework."""
     hasher = hashlib.sha256()
-    if entry.kind == "op":
+    if entry.kind == EntryKind.OP:
         hasher.update(str(getattr(obj, "_schemas", "") or getattr(obj, "_schema", "")).encode())
         files = [_module_file(item) for item in entry.load if not native.is_native(item)]
     else:

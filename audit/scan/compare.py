@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from audit.registry.model import EntryKind
 from audit.scan.findings import Finding
 
 
@@ -28,12 +29,12 @@ def compare(findings: list[Finding], registry, *, resolve: bool = True) -> Compa
     """Match findings to entries: a Function to a ``function`` entry naming it (through any alias) or to a
     ``callable``/``module`` entry defined in the Function's own module (a wrapper registered beside it
     covers it); an operator to an ``op`` entry of the same ``namespace::name``."""
-    by_target = {}
-    wrappers = {}
+    by_target: dict[str, str] = {}
+    wrappers: dict[str, str] = {}
     for entry in registry.entries if registry else ():
         for key in _keys(entry, resolve):
             by_target.setdefault(key, entry.name)
-        if entry.kind in ("callable", "module"):
+        if entry.kind in (EntryKind.CALLABLE, EntryKind.MODULE):
             wrappers.setdefault(entry.target.partition(":")[0], entry.name)
     used, unregistered, seen = [], [], set()
     for finding in findings:
@@ -44,17 +45,17 @@ def compare(findings: list[Finding], registry, *, resolve: bool = True) -> Compa
             seen.add(name)
         else:
             unregistered.append(finding)
-    unseen = tuple(e.name for e in (registry.entries if registry else ()) if e.kind in ("function", "op")
-                   and e.name not in seen)
+    unseen = tuple(e.name for e in (registry.entries if registry else ())
+                   if e.kind in (EntryKind.FUNCTION, EntryKind.OP) and e.name not in seen)
     return Comparison(tuple(used), tuple(unregistered), unseen)
 
 
 def _keys(entry, resolve: bool) -> list[str]:
-    if entry.kind == "op":
+    if entry.kind == EntryKind.OP:
         namespace, _, rest = entry.target.partition("::")
         return [f"{namespace}::{rest.split('.')[0]}"]
     keys = [entry.target]
-    if resolve and entry.kind == "function":
+    if resolve and entry.kind == EntryKind.FUNCTION:
         try:
             from audit.runtime.target import import_object
             from audit.scan.tracing import function_target

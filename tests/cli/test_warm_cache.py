@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from audit.cli import cli
 from audit.engine import environment as stored, worker
+from audit.results.environment import FIELDS, Environment
 from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow
@@ -66,7 +67,7 @@ def test_a_warm_run_does_not_import_torch_in_the_parent(filled, tmp_path):
     assert done.returncode == 0 and "cache: 2 of 2 cells reused" in done.stderr, done.stdout + done.stderr
     assert "torch imported: False" in done.stdout
     environment = json.loads((tmp_path / "out" / "matrix.json").read_text())["environment"]
-    assert {k: environment[k] for k in stored.FIELDS} == worker.environment()  # the truth, without torch
+    assert Environment.from_json({k: environment[k] for k in FIELDS}) == worker.environment()  # the truth, no torch
 
 
 def test_a_cold_run_does_not_import_torch_in_the_parent_either(filled, tmp_path):
@@ -79,7 +80,7 @@ def test_a_cold_run_does_not_import_torch_in_the_parent_either(filled, tmp_path)
     done = subprocess.run([sys.executable, "-c", WARM, *args], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0 and "torch imported: False" in done.stdout, done.stdout + done.stderr
     environment = json.loads((tmp_path / "out" / "matrix.json").read_text())["environment"]
-    assert {k: environment[k] for k in stored.FIELDS} == worker.environment()
+    assert Environment.from_json({k: environment[k] for k in FIELDS}) == worker.environment()
 
 
 def test_a_stale_environment_is_recomputed_and_a_gone_device_serves_no_cell(filled, tmp_path, monkeypatch):
@@ -106,14 +107,14 @@ def test_a_stale_environment_is_recomputed_and_a_gone_device_serves_no_cell(fill
 
 def matrix_environment(matrix: dict) -> dict:
     """The fields of the matrix's environment that the store holds."""
-    return {k: matrix["environment"][k] for k in stored.FIELDS}
+    return {k: matrix["environment"][k] for k in FIELDS}
 
 
 def _plant_gpu_pass(registry, cache, tmp_path, monkeypatch) -> None:
     """Cache records keyed by the GPU environment, the cuda one a pass: what a GPU machine would have stored."""
     before = set(cache.glob("*/*.json"))
     with monkeypatch.context() as patch:
-        patch.setattr(worker, "environment", lambda: dict(GPU))
+        patch.setattr(worker, "environment", lambda: Environment.from_json(GPU))
         (cache / stored.STORE).unlink()
         planted = _run(*_args(registry, tmp_path / "planted", cache, "--device", "cuda"))
     assert planted.exit_code == 0 and "1 computed" in planted.stderr, planted.output + planted.stderr
