@@ -672,18 +672,14 @@ def built_module(make, seed: int, dtype, device):
     return seeded(make, seed).to(dtype=dtype, device=torch.device(device))
 
 
-class NotAModel(TypeError):
-    """A kind model factory that does not return (model, make_batch, loss)."""
-
-
 def built_model(factory, dtype, device, seed: int = 0):
     """``(model, make_batch, loss)`` from a kind model's factory called from ``seed``, the model at ``dtype`` on
-    ``device``; :class:`NotAModel` when the factory returns something else. ``make_batch(size, seed)`` returns
+    ``device``; what is wrong (a str) when the factory returns something else. ``make_batch(size, seed)`` returns
     ``(inputs, targets)``, ``inputs`` a tuple of the model's arguments; ``loss(output, targets)`` a scalar."""
     built = seeded(factory, seed)
     if not (isinstance(built, tuple) and len(built) == 3 and isinstance(built[0], torch.nn.Module)):
-        raise NotAModel("the factory must return (model, make_batch, loss) with model an nn.Module; got "
-                        f"{type(built).__name__}")
+        return ("the factory must return (model, make_batch, loss) with model an nn.Module; got "
+                f"{type(built).__name__}")
     return built[0].to(dtype=dtype, device=torch.device(device)), built[1], built[2]
 
 

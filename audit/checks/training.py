@@ -46,11 +46,10 @@ class Model:
 def build(subject, seed: int = 0) -> Model:
     """The entry's model, built from ``seed``, at the cell's dtype and device."""
     dtype = getattr(torch, subject.dtype)
-    try:
-        module, make_batch, loss = kit.built_model(subject.target.fn, dtype, subject.device, seed)
-    except kit.NotAModel as exc:
-        raise Violation(str(exc)) from None
-    return Model(module, make_batch, loss, dtype, subject.device)
+    built = kit.built_model(subject.target.fn, dtype, subject.device, seed)
+    if isinstance(built, str):
+        raise Violation(built)
+    return Model(*built, dtype, subject.device)
 
 
 def sgd(model: Model, lr: float) -> None:
