@@ -246,6 +246,6 @@ CHECK = declared(
     replay=vmap,
     replay_helpers=(sample_of, stacked_samples, vmap_outputs, no_grad_outputs, vmap_vjps, loop_vjp, jacobian_target,
                     jacobians, transformed),
-    script_values=lambda subject, case: {**tolerance_values(subject, case), "forward_ad": subject.entry.supports.forward_ad,
-                                         "batch": BATCH},
+    script_values=lambda subject, case: {**tolerance_values(subject, case), "batch": BATCH,
+                                         "forward_ad": subject.entry.supports.forward_ad},
 )
