@@ -442,6 +442,464 @@ def called(fn, ref, args) -> list:
     return []
 
 
+# -- calls and what they raise ------------------------------------------------------------------------------------
+
+def ran(f, args, seed: int):
+    """Every tensor ``f(*args)`` returns, detached, and the gradients of <its differentiable outputs, cotangents
+    drawn from ``seed``> for the arguments that require grad (:func:`gradients`: [] when nothing is
+    differentiable)."""
+    outputs = outputs_of(f(*args))
+    return [o.detach() for o in outputs], gradients(outputs, args, seed)
+
+
+#: What a gradient check says of a target that returned nothing differentiable.
+NOTHING_DIFFERENTIABLE = "returned no differentiable output: nothing carries a gradient back"
+
+
+def differentiated(fn, args, inputs, seed: int, create_graph: bool = False):
+    """The differentiable outputs of ``fn(*args)`` and the gradients of <them, cotangents drawn from ``seed``> with
+    respect to ``inputs`` (zeros where unused); None when no output is differentiable."""
+    outputs = differentiable(outputs_of(fn(*args)))
+    if not outputs:
+        return None
+    grads = torch.autograd.grad(outputs, inputs, grad_outputs(outputs, seed), allow_unused=True,
+                                create_graph=create_graph)
+    return outputs, filled(grads, inputs)
+
+
+def first_line(exc) -> str:
+    """The first line of an exception's message, or "(no message)" (``audit.errors`` keeps its own: it imports no
+    torch)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def torch_sentence(exc) -> str:
+    """The first line of a torch error as a clause to embed: whitespace collapsed, sentences torch glued
+    together ("gradient.The tolerance") parted, and trailing punctuation dropped (torch ends
+    "Jacobian mismatch for output 0 with respect to input 0," before its matrices)."""
+    import re
+
+    lines = str(exc).strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else type(exc).__name__
+    return re.sub(r"(?<=[a-z])\.(?=[A-Z])", ". ", first).rstrip(" ,;:.")
+
+
+def measured_noise(compute, args):
+    """A callable giving :func:`spread` of ``compute`` at ``args``, measured once, when first called: a comparison
+    that holds at the fixed tolerance never measures it."""
+    found = []
+
+    def measured():
+        if not found:
+            found.append(spread(compute, args))
+        return found[0]
+
+    return measured
+
+
+# -- central differences: the Jacobians torch.func builds, judged ------------------------------------------------
+
+#: Step and the tolerance a central difference supports, per dtype; lower precisions are not judged.
+DIFFERENCE_STEPS = {torch.float64: (1e-6, Tol(1e-5, 1e-3)), torch.float32: (1e-3, Tol(1e-2, 1e-2))}
+#: Columns (input elements) differenced at most: the first ones, in order; the rest are not compared.
+DIFFERENCE_COLUMNS = 64
+
+
+def central_jacobian(f, inputs) -> dict:
+    """For each column (input j, flat element e), at most :data:`DIFFERENCE_COLUMNS`: d f_i / d x_j[e] for every
+    output i, by central differences with the dtype's step (:data:`DIFFERENCE_STEPS`), divided by the step actually
+    taken (2 eps rounds at 1e9: ulp 1.2e-7). ``f`` takes the inputs and returns a tuple of tensors; the inputs are
+    not modified."""
+    eps = DIFFERENCE_STEPS[inputs[0].dtype][0]
+    base = [x.detach().clone() for x in inputs]
+    found = {}
+    with torch.no_grad():
+        for j, e in [(j, e) for j, x in enumerate(base) for e in range(x.numel())][:DIFFERENCE_COLUMNS]:
+            plus, minus = [x.clone() for x in base], [x.clone() for x in base]
+            plus[j].view(-1)[e] += eps
+            minus[j].view(-1)[e] -= eps
+            width = plus[j].view(-1)[e] - minus[j].view(-1)[e]
+            found[(j, e)] = [(p - m) / width for p, m in zip(f(*plus), f(*minus))]
+    return found
+
+
+def jacobian_column(jac, i: int, j: int, e: int, output_shape, input_numel: int):
+    """Column (j, e) for output i of a torch.func Jacobian ``jac[i][j]`` (shape output + input)."""
+    return jac[i][j].reshape(tuple(output_shape) + (input_numel,))[..., e]
+
+
+def outputs_without_graph(fn, inputs) -> list:
+    """The outputs of ``fn`` (a tensor or a tuple of them) on detached ``inputs``, without a graph."""
+    with torch.no_grad():
+        out = fn(*[x.detach() for x in inputs])
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def realified(fn, inputs):
+    """``fn`` as a real function of real tensors, and ``inputs`` as such: each complex input is passed as its
+    ``view_as_real`` (a trailing dim of 2: real, imaginary part) and each complex output returned so. Its
+    autograd Jacobian is the true real one exactly when the backward follows PyTorch's convention, so the
+    real-valued finite-difference machinery judges complex code unchanged. Real ``fn`` and inputs pass as they are."""
+    flags = [x.is_complex() for x in inputs]
+    if not any(flags) and not any(o.is_complex() for o in outputs_without_graph(fn, inputs)):
+        return fn, list(inputs)
+
+    def real_fn(*xs):
+        found = fn(*[torch.view_as_complex(x) if c else x for x, c in zip(xs, flags)])
+        outs = tuple(torch.view_as_real(o.resolve_conj()) if o.is_complex() else o
+                     for o in (found if isinstance(found, tuple) else (found,)))
+        return outs if len(outs) != 1 else outs[0]
+
+    return real_fn, [torch.view_as_real(x.detach().resolve_conj()).clone() if c else x for x, c in zip(inputs, flags)]
+
+
+def is_setup_context_refusal(exc) -> bool:
+    """torch.func's refusal of an old-style (ctx in forward) autograd.Function."""
+    return isinstance(exc, RuntimeError) and "must override the setup_context staticmethod" in str(exc)
+
+
+# -- torch.compile: graphs counted, recompiles explained -------------------------------------------------------
+
+#: Dynamo's default recompile limit (8) would silently fall back to eager mode; the audit wants to see.
+RECOMPILE_LIMIT = 64
+SCALAR_HINT = ("a tensor became a Python number while tracing (.item(), int(t), float(t), a data-dependent "
+               "size): keep it a tensor, or make its size a declared dynamic size")
+
+
+class Compiled:
+    """``torch.compile(f)`` on ``backend`` wrapped to count the graphs it is handed, Dynamo's caches, counters and
+    recompile limits reset first, so that its graphs, graph breaks and recompiles are its own. With ``fullgraph``
+    a graph break raises; without it the break is counted and the rest runs eagerly. :meth:`note_shape` before
+    each call lets :meth:`recompiles_every_shape` say whether every new shape compiled again."""
+
+    def __init__(self, f, backend: str, fullgraph: bool = True):
+        import torch._dynamo
+        from torch._dynamo.utils import counters
+
+        torch._dynamo.reset()
+        counters.clear()
+        for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
+                     "accumulated_cache_size_limit"):
+            if hasattr(torch._dynamo.config, name):
+                setattr(torch._dynamo.config, name, max(RECOMPILE_LIMIT, getattr(torch._dynamo.config, name)))
+        inner = torch._dynamo.lookup_backend(backend)
+        self.graphs, self.shapes, self.graphs_before = 0, [], []
+        self.recompiles = recompile_reasons()
+
+        def counting(gm, example_inputs):
+            self.graphs += 1
+            return inner(gm, example_inputs)
+
+        self.fn = torch.compile(f, backend=counting, fullgraph=fullgraph)
+
+    def note_shape(self, args) -> None:
+        """Record that the next call takes the tensors of ``args``, of these shapes."""
+        self.shapes.append(tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor)))
+        self.graphs_before.append(self.graphs)
+
+    def graph_breaks(self) -> dict:
+        """How many graph breaks Dynamo took since this was made, and the first reason."""
+        from torch._dynamo.utils import counters
+
+        reasons = counters["graph_break"]
+        first = next(iter(reasons), "")
+        return {"graph_breaks": sum(reasons.values()), **({"graph_break": dynamo_explained(Exception(first))}
+                                                          if first else {})}
+
+    def recompiles_every_shape(self) -> str | None:
+        """Why the calls fail when every new shape compiled new graphs (three shapes or more)."""
+        new_shapes, compiled_for = set(), 0
+        for shape, before, after in zip(self.shapes, self.graphs_before, self.graphs_before[1:] + [self.graphs]):
+            if shape not in new_shapes:
+                new_shapes.add(shape)
+                compiled_for += after > before
+        if len(new_shapes) < 3 or compiled_for < len(new_shapes):
+            return None
+        reason = self.recompiles[-1] if self.recompiles else "Dynamo gave no reason"
+        return (f"torch.compile recompiled for every new shape ({self.graphs} graphs for {len(new_shapes)} shapes "
+                f"with automatic dynamic shapes on): a size is specialised, e.g. turned into a Python int "
+                f"(int(x.shape[0]), a shape-dependent branch or slice); last recompile: {reason}")
+
+
+def recompile_reasons() -> list:
+    """A new list that each of Dynamo's recompiles appends its reason to from now on (the first guard that failed),
+    out of the terminal's way; it stays empty on a torch without the recompiles log."""
+    import logging
+
+    found = []
+    try:
+        torch._logging.set_logs(recompiles=True)
+    except Exception:  # an older torch without the artifact: recompiles are counted, not explained
+        return found
+
+    def emit(record):
+        guards = [line.strip("- ").strip() for line in record.getMessage().splitlines() if line.strip().startswith("-")]
+        found.append(guards[0] if guards else (record.getMessage().splitlines() or [""])[0])
+
+    handler = logging.Handler()
+    handler.emit = emit
+    logger = logging.getLogger("torch._dynamo.guards.__recompiles")
+    logger.propagate = False
+    logger.handlers[:] = [handler]
+    return found
+
+
+def dynamo_refusal(exc) -> str:
+    """What a Dynamo exception says, in one line: a graph break under fullgraph, or a failed compile (with a hint
+    where a tensor became a Python number)."""
+    import torch._dynamo
+
+    if isinstance(exc, torch._dynamo.exc.Unsupported):
+        return f"graph break under torch.compile(fullgraph=True): {dynamo_explained(exc)}"
+    hint = f"; {SCALAR_HINT}" if "unbacked" in str(exc).lower() else ""
+    return f"torch.compile failed: {type(exc).__name__}: {dynamo_explained(exc)}{hint}"
+
+
+def dynamo_explained(exc) -> str:
+    """A Dynamo message's first line, its explanation and the user's line it points at."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return "(no message)"
+    parts = [lines[0].rstrip(".")[:200]]
+    parts += [line[:200] for line in lines[1:] if line.startswith(("Explanation:", "Developer debug context:"))
+              and line.split(":", 1)[1].strip()][:1]
+    where = next((line.lstrip("# ") for line in lines if line.startswith("# File")), "")
+    return "; ".join(parts) + (f" ({where})" if where else "")
+
+
+# -- modules and models: built from a seed, trained a step -------------------------------------------------------
+
+def seeded(factory, seed: int):
+    """``factory()`` called with torch's generator seeded to ``seed``, the generator's state put back after."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return factory()
+
+
+def built_module(make, seed: int, dtype, device):
+    """The module ``make()`` builds from ``seed``, at ``dtype`` on ``device``."""
+    return seeded(make, seed).to(dtype=dtype, device=torch.device(device))
+
+
+def built_model(factory, dtype, device, seed: int = 0):
+    """``(model, make_batch, loss)`` from a kind model's factory called from ``seed``, the model at ``dtype`` on
+    ``device``; what is wrong (a str) when the factory returns something else. ``make_batch(size, seed)`` returns
+    ``(inputs, targets)``, ``inputs`` a tuple of the model's arguments; ``loss(output, targets)`` a scalar."""
+    built = seeded(factory, seed)
+    if not (isinstance(built, tuple) and len(built) == 3 and isinstance(built[0], torch.nn.Module)):
+        return ("the factory must return (model, make_batch, loss) with model an nn.Module; got "
+                f"{type(built).__name__}")
+    return built[0].to(dtype=dtype, device=torch.device(device)), built[1], built[2]
+
+
+def model_batch(make_batch, size: int, seed: int, dtype, device):
+    """``make_batch(size, seed)`` with its floating tensors at ``dtype`` and every tensor on ``device``."""
+    inputs, targets = make_batch(size, seed)
+    return tuple(_placed(x, dtype, device) for x in inputs), _placed(targets, dtype, device)
+
+
+def _placed(value, dtype, device):
+    if isinstance(value, torch.Tensor):
+        value = value.to(device=device)
+        return value.to(dtype) if value.is_floating_point() else value
+    return value
+
+
+def training_step(model, loss_fn, inputs, targets):
+    """Forward and backward from zero gradients; the loss."""
+    model.zero_grad(set_to_none=True)
+    loss = loss_fn(model(*inputs), targets)
+    loss.backward()
+    return loss
+
+
+def parameter_grads(model) -> dict:
+    """Every parameter's gradient by name (zeros where none arrived)."""
+    return {n: (p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p))
+            for n, p in model.named_parameters() if p.requires_grad}
+
+
+def sgd(model, lr: float) -> None:
+    """One plain SGD update of ``model``'s parameters."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= lr * p.grad
+
+
+def nonfinite(loss, grads: dict) -> str | None:
+    """What is not finite: the loss, or the first parameter gradient that is not."""
+    if not torch.isfinite(loss).all():
+        return f"the loss is {loss.item()}"
+    for name, grad in grads.items():
+        if not torch.isfinite(grad).all():
+            return f"the gradient of {name!r} is not finite"
+    return None
+
+
+def nonfinite_origin(model, loss_fn, inputs, targets) -> str:
+    """Where one step's first non-finite value comes from, the step re-run: a dispatch mode watches every forward
+    operation; if forward is clean, anomaly mode names the backward that produced it."""
+    import warnings
+
+    finder = FirstNonFinite()
+    with finder:
+        model.zero_grad(set_to_none=True)
+        loss = loss_fn(model(*inputs), targets)
+    if finder.found:
+        return finder.found
+    with warnings.catch_warnings(record=True) as caught, torch.autograd.detect_anomaly(check_nan=True):
+        warnings.simplefilter("always")
+        try:
+            loss.backward()
+        except RuntimeError as exc:
+            forward = next((str(w.message) for w in caught if "Traceback of forward call" in str(w.message)), "")
+            where = _user_line(forward)
+            return f"backward: {first_line(exc)}" + (f"; its forward was called at {where}" if where else "")
+    return "not found again when re-run (the step is not deterministic)"
+
+
+class FirstNonFinite(TorchDispatchMode):
+    """Records the first operation whose output holds a NaN or an infinity, and the user code around it."""
+
+    def __init__(self):
+        super().__init__()
+        self.found = ""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not self.found:
+            tensors = [out] if isinstance(out, torch.Tensor) else [o for o in out if isinstance(o, torch.Tensor)] \
+                if isinstance(out, (tuple, list)) else []
+            if any(t.is_floating_point() and t.numel() and not torch.isfinite(t).all() for t in tensors):
+                self.found = f"forward: {func} produced the first non-finite value{_where()}"
+        return out
+
+
+def _library() -> tuple:
+    """Where code that is not the user's lives: torch, the standard library, and the audit (in a replay script,
+    the script itself)."""
+    import os
+
+    own = os.path.dirname(__file__) if __name__ == "audit.kit" else __file__
+    return tuple(os.path.dirname(m.__file__) for m in (torch, os)) + (own,)
+
+
+def _where() -> str:
+    import inspect
+
+    library = _library()
+    frames = [f for f in inspect.stack()[2:] if not f.filename.startswith(library)]
+    if not frames:
+        return ""
+    frame = frames[0]
+    text = f" at {frame.filename}:{frame.lineno} in {frame.function}"
+    function = _custom_function(frame.frame)
+    return text + (f", inside autograd.Function {function}" if function else "")
+
+
+def _custom_function(frame) -> str | None:
+    """The custom autograd.Function whose forward ``frame`` is running, if it is one."""
+    import inspect
+
+    qualname = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+    owner = qualname.rsplit(".", 1)[0] if "." in qualname else None
+    cls = frame.f_globals.get(owner.split(".")[0]) if owner else None
+    for part in owner.split(".")[1:] if owner and cls is not None else ():
+        cls = getattr(cls, part, None)
+    return owner if inspect.isclass(cls) and issubclass(cls, torch.autograd.Function) else None
+
+
+def _user_line(text: str) -> str:
+    library = _library()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("File ")]
+    own = [ln for ln in lines if not ln.replace('File "', "").startswith(library)]
+    return own[-1].replace('File "', "").replace('", line ', ":") if own else ""
+
+
+# -- DistributedDataParallel: the target trained on a batch split across ranks -----------------------------------
+
+#: What a rank's environment adds: gloo on the loopback interface, one thread.
+RANK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+
+
+class Harness(torch.nn.Module):
+    """The target with parameters, as the distributed check trains it: an input without the batch axis (``axes``:
+    argument -> the axis its batch is split along) becomes a parameter; one with it is data, multiplied by a
+    learnable scale (1 along the batch), so that its gradient reaches a parameter too. The loss is
+    ``sum(out ** 2) / 2`` over every floating output: a sum over samples, so a batch split across ranks adds up
+    to the whole batch."""
+
+    def __init__(self, fn, args: list, axes: dict):
+        super().__init__()
+        self.fn, self.axes, self.template = fn, axes, list(args)
+        self.weights = torch.nn.ParameterDict()
+        for i, arg in enumerate(args):
+            if not (isinstance(arg, torch.Tensor) and arg.requires_grad):
+                continue
+            if i in axes:
+                shape = list(arg.shape)
+                shape[axes[i]] = 1
+                self.weights[str(i)] = torch.nn.Parameter(torch.ones(shape, dtype=arg.dtype, device=arg.device))
+            else:
+                self.weights[str(i)] = torch.nn.Parameter(arg.detach().clone())
+
+    def forward(self, *data):
+        it = iter(data)
+        args = []
+        for i, template in enumerate(self.template):
+            value = next(it) if i in self.axes else template
+            if str(i) in self.weights:
+                value = value * self.weights[str(i)] if i in self.axes else self.weights[str(i)]
+            args.append(value)
+        outputs = outputs_of(self.fn(*args))
+        return sum((o ** 2).sum() / 2 for o in outputs if o.is_floating_point())
+
+
+def harness_data(args: list, axes: dict, rank: int = 0, world: int = 1) -> list:
+    """The batched inputs, detached, sliced to ``rank``'s share (the whole batch for world 1)."""
+    found = []
+    for i, axis in sorted(axes.items()):
+        tensor = args[i].detach()
+        found.append(tensor.chunk(world, dim=axis)[rank].contiguous() if world > 1 else tensor)
+    return found
+
+
+def harness_gradients(module: Harness) -> dict:
+    """Each parameter's gradient, as nested float64 lists (zeros when it received none)."""
+    return {name: (p.grad if p.grad is not None else torch.zeros_like(p)).detach().double().tolist()
+            for name, p in module.weights.items()}
+
+
+def whole_batch_gradients(fn, args: list, axes: dict) -> dict:
+    """:func:`harness_gradients` of one process on the whole batch ({} when no input requires a gradient)."""
+    module = Harness(fn, args, axes)
+    if not list(module.parameters()):
+        return {}
+    module(*harness_data(args, axes)).backward()
+    return harness_gradients(module)
+
+
+def rank_gradients(fn, args: list, axes: dict, rank: int, world: int) -> dict:
+    """This rank's :func:`harness_gradients` under DistributedDataParallel (its process group joined) on its share
+    of the batch, times ``world`` (DDP averages; the check compares sums)."""
+    module = torch.nn.parallel.DistributedDataParallel(Harness(fn, args, axes), find_unused_parameters=True)
+    module(*harness_data(args, axes, rank, world)).backward()
+    return {name: (torch.tensor(g, dtype=torch.float64) * world).tolist()
+            for name, g in harness_gradients(module.module).items()}
+
+
+def rank_error(exc) -> str:
+    """What a rank raised, and where: "Type: first line (at file:line)"."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    first = first_line(exc) if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first}{where}"
+
+
 # -- the verdict ---------------------------------------------------------------------------------------------------
 
 def report(problems) -> int:

@@ -2,55 +2,41 @@
 
 from __future__ import annotations
 
+import torch
+
+from audit.checks import replayable
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation, tolerance_values
-from audit.toolkit.tensors import compare_all, grad_inputs, vjp
+from audit.checks.interface import tolerance_values
+from audit.kit import NOTHING_DIFFERENTIABLE, differentiated, grad_inputs, mismatches
+
+
+def on_device(fn, ref, args, *, seed, tol, device) -> list:
+    """Outputs and gradients on the inputs' ``device``, equal to the CPU's within ``tol`` (named ``on_device``: a
+    replay script's ``device`` is the cell's device)."""
+    found = differentiated(fn, args, grad_inputs(args), seed)
+    if found is None:
+        return [NOTHING_DIFFERENTIABLE]
+    outputs, grads = found
+    for label, tensors in (("output", outputs), ("gradient of input", grads)):
+        for i, t in enumerate(tensors):
+            if t.device.type != torch.device(device).type:
+                return [f"{label} {i} is on {t.device} for inputs on {device}"]
+    if torch.device(device).type == "cpu":
+        return []
+    on_cpu = [a.detach().cpu().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in args]
+    expected, expected_grads = differentiated(fn, on_cpu, grad_inputs(on_cpu), seed)
+    return (mismatches(f"output ({device} vs cpu)", outputs, expected, tol)
+            or mismatches(f"gradient ({device} vs cpu) of input", grads, expected_grads, tol))
 
 
 def run(subject, case) -> None:
-    """Outputs and gradients on the input's device, equal to the CPU's within the dtype's tolerance."""
-    args = subject.args(case)
-    outputs, grads = vjp(subject.evaluate, args, grad_inputs(args), subject.seed)
-    for label, tensors in (("output", outputs), ("gradient of input", grads)):
-        for i, t in enumerate(tensors):
-            if t.device.type != subject.device:
-                raise Violation(f"{label} {i} is on {t.device} for inputs on {subject.device}")
-    if subject.device == "cpu":
-        return
-    cpu_args = subject.args(case, device="cpu")
-    expected, expected_grads = vjp(subject.evaluate, cpu_args, grad_inputs(cpu_args), subject.seed)
-    tolerance = subject.tolerance()
-    compare_all(f"output ({subject.device} vs cpu)", outputs, expected, tolerance)
-    compare_all(f"gradient ({subject.device} vs cpu) of input", grads, expected_grads, tolerance)
+    """:func:`on_device`."""
+    replayable.hold(CHECK, subject, case)
 
 
 CHECK = declared(
     "device",
     run=run,
-    script="""\
-def run(xs):
-    \"\"\"Differentiable outputs and the gradients of <them, the cell's cotangents> for the inputs that require grad.\"\"\"
-    outs = live(tensors_of(audited(*xs)))
-    if not outs:
-        print("returned no differentiable output: nothing carries a gradient back")
-        sys.exit(1)
-    return [o.detach() for o in outs], vjp(outs, xs)
-
-
-outs, gs = run(args)
-failed = False
-for label, tensors in (("output", outs), ("gradient of input", gs)):
-    for i, t in enumerate(tensors):
-        if t.device.type != torch.device(device).type:
-            print(f"{label} {i} is on {t.device} for inputs on {device}")
-            failed = True
-if not failed and torch.device(device).type != "cpu":
-    on_cpu = [a.detach().cpu().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a in args]
-    cpu_outs, cpu_gs = run(on_cpu)
-    failed = differs(f"output ({device} vs cpu)", [o.cpu() for o in outs], cpu_outs)
-    failed = failed or differs(f"gradient ({device} vs cpu) of input", [g.cpu() for g in gs], cpu_gs)
-print("differs from the CPU or leaves the device" if failed else f"outputs and gradients on {device}, as on the CPU")
-sys.exit(1 if failed else 0)
-""",
+    replay=on_device,
     script_values=tolerance_values,
 )

@@ -30,21 +30,19 @@ import torch
 from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation, tolerance_values
 from audit.contract import COMPLEX_DTYPES
+from audit.kit import RANK_ENV, mismatch, rank_error, rank_gradients, whole_batch_gradients
 from audit.runtime.channel import fork, spawn, tail
 from audit.runtime.ddp_rank import serve
 from audit.runtime.rank_messages import Gradients, GradientsRequest, RankError, RankSpec
 from audit.runtime.reaper import end_group, keep, release
 from audit.runtime.startup import starting
 from audit.toolkit import ddp
-from audit.toolkit.tensors import mismatch
 
 WORLD = 2
-#: What a rank's environment adds: gloo on the loopback interface, one thread.
-RANK_ENV = {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
 #: What a rank imports to answer its first request (DistributedDataParallel imports Dynamo: about 2 s): a worker
 #: imports it before forking its ranks, so that they share it (the worker's compile and export cells need it too).
 RANK_IMPORTS = ("torch._dynamo", "torch.nn.parallel", "audit.runtime.subject", "audit.runtime.target",
-                "audit.runtime.isolation", "audit.inputs.case", "audit.toolkit.ddp")
+                "audit.runtime.isolation", "audit.inputs.case", "audit.toolkit.ddp", "audit.kit")
 #: Seconds a rank may take to start (import torch, join the group), and to answer (loading an entry on first use).
 START_TIMEOUT = 120.0
 ANSWER_TIMEOUT = 60.0
@@ -193,8 +191,85 @@ def close_ranks() -> None:
         ranks.close()
 
 
+def distributed(fn, ref, args, *, target, tol, axes, even_args, dim, world) -> list:
+    """The target trained as :class:`audit.kit.Harness` on ``even_args`` (the case with the batch dim ``dim`` made
+    a multiple of ``world``, split along ``axes``): the gradients of ``world`` ranks forked from this process under
+    DistributedDataParallel equal one process's on the whole batch within ``tol``."""
+    expected = whole_batch_gradients(target, even_args, axes)
+    if not expected:
+        return []  # nothing for DistributedDataParallel to synchronise
+    return ddp_problems(forked_ranks(target, even_args, axes, world), expected, axes, dim, world, tol)
+
+
+def ddp_problems(answers: list, expected: dict, axes: dict, dim: str, world: int, tol) -> list:
+    """What a rank said went wrong (a str answer), or the first parameter gradient of a rank (a dict answer: name
+    -> nested lists) that differs from ``expected`` (one process's on the whole batch)."""
+    for rank, answer in enumerate(answers):
+        if isinstance(answer, str):
+            return [answer]
+        for name, grad in expected.items():
+            got = torch.tensor(answer[name], dtype=torch.float64)
+            problem = mismatch(got, torch.tensor(grad, dtype=torch.float64), tol)
+            if problem:
+                what = f"scale of input {name}" if int(name) in axes else f"input {name} (as a parameter)"
+                return [f"rank {rank}: DDP gradient of the {what}, batch split along {dim} over {world} ranks, "
+                        f"differs from one process on the whole batch: {problem}; a forward or backward that keeps "
+                        "per-process state (batch statistics, buffers) needs a collective"]
+    return []
+
+
+def forked_ranks(fn, args: list, axes: dict, world: int, timeout: float = 120.0) -> list:
+    """Each rank's :func:`audit.kit.rank_gradients`, or what went wrong there (a str), from ``world`` ranks forked
+    from this process (Linux), gloo on the loopback interface: how a replay script runs the audit's ranks. A rank
+    that neither answers nor fails within ``timeout`` seconds is said to hang."""
+    import multiprocessing
+    import os
+    import queue
+    import tempfile
+
+    import torch._dynamo  # noqa: F401 - DistributedDataParallel imports it: once here, not in each forked rank
+
+    os.environ.update(RANK_ENV)
+    context = multiprocessing.get_context("fork")
+    answers, found = context.Queue(), {}
+    with tempfile.TemporaryDirectory() as folder:
+        ranks = [context.Process(target=one_rank, args=(fn, args, axes, rank, world, folder, answers))
+                 for rank in range(world)]
+        for process in ranks:
+            process.start()
+        try:
+            while len(found) < world:
+                rank, answer = answers.get(timeout=timeout)
+                found[rank] = answer
+        except queue.Empty:  # a rank neither answered nor failed
+            pass
+        for process in ranks:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+    return [found.get(rank, f"rank {rank} did not answer within {timeout:.0f} s: a hang in a collective or in the "
+                            "entry") for rank in range(world)]
+
+
+def one_rank(fn, args: list, axes: dict, rank: int, world: int, folder: str, answers) -> None:
+    """A forked rank: joins the group, puts (rank, its gradients) or (rank, what it raised) on ``answers``."""
+    import datetime
+
+    import torch.distributed as dist
+
+    try:
+        torch.set_num_threads(1)
+        dist.init_process_group("gloo", init_method=f"file://{folder}/init", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=60))
+        answers.put((rank, rank_gradients(fn, args, axes, rank, world)))
+        dist.destroy_process_group()
+    except Exception as exc:
+        answers.put((rank, f"rank {rank} raised {rank_error(exc)}"))
+
+
 def run(subject, case) -> None:
-    """Whole batch in this process against the ranks' synchronised gradients."""
+    """Whole batch in this process against the gradients of the worker's ranks (started once, see
+    :class:`Ranks`): :func:`distributed`'s stages, with the audit's ranks in place of forked ones."""
     if subject.dtype in COMPLEX_DTYPES:
         raise NotApplicable("the distributed check drives DistributedDataParallel with a real loss (half the sum "
                             "of squared outputs) and compares gradients gathered as float64 lists: complex "
@@ -206,13 +281,10 @@ def run(subject, case) -> None:
         raise NotApplicable(f"no floating input has a symbolic dim that reaches {WORLD}: nothing to split a "
                             "batch along")
     case = ddp.even(subject.entry, case, dim, WORLD)
-    args = subject.args(case)
     axes = ddp.batched_axes(subject.entry, dim)
-    reference = ddp.Harness(subject.target.fn, args, axes)
-    if not list(reference.parameters()):
+    expected = whole_batch_gradients(subject.target.fn, subject.args(case), axes)
+    if not expected:
         raise NotApplicable("no input requires a gradient: nothing for DistributedDataParallel to synchronise")
-    reference(*ddp.data(args, axes)).backward()
-    expected = ddp.gradients(reference)
     subject.metrics["world"] = WORLD
     try:
         ranks = shared_ranks()
@@ -220,137 +292,25 @@ def run(subject, case) -> None:
     except Violation:
         close_ranks()  # a fresh pair serves the next example
         raise
-    tol = subject.tolerance()
-    for rank, answer in enumerate(answers):
-        for name, grad in expected.items():
-            got = torch.tensor(answer.grads[name], dtype=torch.float64)
-            problem = mismatch(got, torch.tensor(grad, dtype=torch.float64), tol)
-            if problem:
-                what = f"scale of input {name}" if int(name) in axes else f"input {name} (as a parameter)"
-                raise Violation(f"rank {rank}: DDP gradient of the {what}, batch split along {dim} over {WORLD} "
-                                f"ranks, differs from one process on the whole batch: {problem}; a forward or "
-                                "backward that keeps per-process state (batch statistics, buffers) needs a "
-                                "collective")
+    found = ddp_problems([answer.grads for answer in answers], expected, axes, dim, WORLD, subject.tolerance())
+    if found:
+        raise Violation(found[0])
 
 
 def _script_values(subject, case) -> dict:
-    """The comparison, the axis of the split dim per input, and the case as split (that dim made even)."""
+    """The comparison, the split dim and the axis it has in each input, the case as split (that dim made even),
+    and the number of ranks."""
     entry, dim = subject.entry, ddp.batch_dim(subject.entry, WORLD)
     if dim is None:
         return {}
-    return {**tolerance_values(subject, case), "axes": ddp.batched_axes(entry, dim),
-            "even_args": ddp.even(entry, case, dim, WORLD)}
-
-
-SCRIPT = """\
-# Forks its 2 gloo ranks (on the loopback interface) from this process: python this_file, nothing else (Linux).
-# even_args: the case with the split dim made a multiple of 2; axes: input -> the axis it is split along.
-import datetime
-import multiprocessing
-import os
-import queue
-import tempfile
-import traceback
-
-import torch._dynamo  # DistributedDataParallel imports it: once here rather than in each forked rank
-import torch.distributed as dist
-
-WORLD = 2
-
-
-class Harness(torch.nn.Module):
-    \"\"\"The target with parameters, as the audit trains it: an input with the batch dim is data times a learnable
-    scale (1 along the batch), one without it is a parameter; the loss is sum(out ** 2) / 2 over floating outputs.\"\"\"
-
-    def __init__(self, xs):
-        super().__init__()
-        self.template, self.weights = list(xs), torch.nn.ParameterDict()
-        for i, x in enumerate(xs):
-            if torch.is_tensor(x) and x.requires_grad:
-                shape = [1 if k == axes.get(i) else n for k, n in enumerate(x.shape)]
-                self.weights[str(i)] = torch.nn.Parameter(
-                    torch.ones(shape, dtype=x.dtype, device=x.device) if i in axes else x.detach().clone())
-
-    def forward(self, *data):
-        it, xs = iter(data), []
-        for i, x in enumerate(self.template):
-            x = next(it) if i in axes else x
-            if str(i) in self.weights:
-                x = x * self.weights[str(i)] if i in axes else self.weights[str(i)]
-            xs.append(x)
-        out = _target(*xs)
-        outs = [out] if torch.is_tensor(out) else [o for o in out if torch.is_tensor(o)]
-        return sum((o ** 2).sum() / 2 for o in outs if o.is_floating_point())
-
-
-def data(rank=0, world=1):
-    \"\"\"The batched inputs, detached, cut to this rank's share of the batch.\"\"\"
-    return [even_args[i].detach().chunk(world, dim=axis)[rank].contiguous() for i, axis in sorted(axes.items())]
-
-
-def parameter_grads(module):
-    return {n: (p.grad if p.grad is not None else torch.zeros_like(p)).detach().double() for n, p in module.weights.items()}
-
-
-def rank_main(rank, folder, answers):
-    \"\"\"One rank: its share of the batch under DistributedDataParallel; sends its gradients (times WORLD: DDP
-    averages) or the error.\"\"\"
-    try:
-        torch.set_num_threads(1)
-        dist.init_process_group("gloo", init_method=f"file://{folder}/init", rank=rank, world_size=WORLD,
-                                timeout=datetime.timedelta(seconds=60))
-        module = torch.nn.parallel.DistributedDataParallel(Harness(even_args), find_unused_parameters=True)
-        module(*data(rank, WORLD)).backward()
-        answers.put((rank, {n: (g * WORLD).tolist() for n, g in parameter_grads(module.module).items()}))
-        dist.destroy_process_group()
-    except Exception as exc:
-        answers.put((rank, f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]} "
-                           f"(at {traceback.extract_tb(exc.__traceback__)[-1].filename}:{traceback.extract_tb(exc.__traceback__)[-1].lineno})"))
-
-
-reference = Harness(even_args)  # one process, the whole batch
-reference(*data()).backward()
-expected = parameter_grads(reference)
-os.environ.update({"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"})
-context = multiprocessing.get_context("fork")
-answers, failed = context.Queue(), False
-with tempfile.TemporaryDirectory() as folder:
-    ranks = [context.Process(target=rank_main, args=(rank, folder, answers)) for rank in range(WORLD)]
-    for process in ranks:
-        process.start()
-    found = {}
-    try:
-        for _ in range(WORLD):
-            rank, answer = answers.get(timeout=120)
-            found[rank] = answer
-    except queue.Empty:  # a rank neither answered nor failed
-        missing = [rank for rank in range(WORLD) if rank not in found]
-        print(f"rank {missing[0]} did not answer within 120 s: a hang in a collective or in the target")
-        failed = True
-    for process in ranks:
-        process.join(timeout=5)
-        if process.is_alive():
-            process.kill()
-for rank, answer in sorted(found.items()):
-    if isinstance(answer, str):
-        print(f"rank {rank} raised {answer}")
-        failed = True
-        continue
-    for name, grad in expected.items():
-        got = torch.tensor(answer[name], dtype=torch.float64)
-        if not close(got, grad):
-            what = f"the scale of input {name}" if int(name) in axes else f"input {name} (as a parameter)"
-            print(f"rank {rank}: DDP gradient of {what} differs from one process on the whole batch: max |difference|",
-                  (got - grad).abs().max().item())
-            failed = True
-print("the ranks disagree with one process" if failed else "both ranks' gradients equal one process's")
-sys.exit(1 if failed else 0)
-"""
+    return {**tolerance_values(subject, case), "axes": ddp.batched_axes(entry, dim), "dim": dim,
+            "even_args": ddp.even(entry, case, dim, WORLD), "world": WORLD}
 
 
 CHECK = declared(
     "distributed",
     run=run,
-    script=SCRIPT,
+    replay=distributed,
+    replay_helpers=(ddp_problems, forked_ranks, one_rank),
     script_values=_script_values,
 )

@@ -10,25 +10,30 @@ Python-side cache keyed by object identity, for one, is baked into it as a const
 
 from __future__ import annotations
 
-import io
-
 import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.errors import first_line
 from audit.inputs.variants import resized
-from audit.toolkit.tensors import compare_all, detached as _detached, outputs_of
+from audit.kit import detached, first_line, guarded, mismatches, outputs_of
 
-MODES = (("non-strict", False), ("strict", True))
-STRICT_HINT = ("; the non-strict export agrees with eager, so the strict (Dynamo) trace baked in a value "
-               "computed while tracing: a Python-side cache, a global or an id()-keyed lookup in forward")
 #: Sizes 0 and 1 are specialised when traced: the example used for tracing stays at 2 or above.
 TRACE_SIZE = 2
 
 
+def export(fn, ref, args, *, target, mutates, seed, tol, dynamic, example) -> list:
+    """The target exported in both modes on ``example`` (its dims at :data:`TRACE_SIZE` where they may be, dynamic
+    where ``dynamic`` says), saved and loaded (:func:`exported_programs`), then each loaded program on ``args``
+    against eager within ``tol`` (:func:`against_programs`)."""
+    programs = exported_programs(target, example, dynamic)
+    if isinstance(programs, str):
+        return [programs]
+    return against_programs(programs, target, args, mutates, seed, tol)
+
+
 class EntryModule(torch.nn.Module):
-    """The entry as a module: tensor arguments in, the tuple of its tensor outputs out."""
+    """The target as a module: its tensor arguments in, the tuple of its tensor outputs out; ``template`` holds
+    each argument as (True, None) for a tensor, (False, value) for anything else."""
 
     def __init__(self, fn, template: list):
         super().__init__()
@@ -36,66 +41,91 @@ class EntryModule(torch.nn.Module):
 
     def forward(self, *tensors):
         it = iter(tensors)
-        args = [next(it) if slot is None else slot.value for slot in self.template]
+        args = [next(it) if tensor else value for tensor, value in self.template]
         return tuple(outputs_of(self.fn(*args)))
 
 
-class _Value:
-    def __init__(self, value):
-        self.value = value
+def exported_programs(target, example, dynamic, notes=None):
+    """{mode: the loaded program}, each of the non-strict and strict exports traced on ``example`` after an eager
+    call on those very tensors (as a deployment script warms up), saved and loaded; or the message of the first
+    stage that failed (a str). A strict export Dynamo refuses to trace is left out, not failed. ``notes``, if
+    given, gets each mode's fate ("exported", or why it was not traced)."""
+    import io
 
-
-def run(subject, case) -> None:
-    """Export once per cell (every stage), then each example: the loaded programs against eager."""
-    if "programs" not in subject.state:
-        subject.state["programs"] = _prepare(subject, case)
-    if isinstance(subject.state["programs"], str):
-        raise Violation(subject.state["programs"])
-    tensors = _tensors(subject.args(case))
-    with torch.no_grad():  # both re-seeded outside the program: a stochastic entry draws eager's noise
-        expected = outputs_of(subject.guard(subject.target.fn, canonical=False)(*_detached(subject.args(case))))
-    for mode, program in subject.state["programs"].items():
-        try:
-            # Fresh copies for each program: an in-place entry's program writes its inputs.
-            got = list(subject.guard(program, clone=False, canonical=False)(*[t.clone() for t in tensors]))
-        except Exception as exc:
-            raise Violation(f"run ({mode}): the loaded program raised {type(exc).__name__}: {_first(exc)}") from None
-        try:
-            compare_all(f"run ({mode}): exported output vs eager,", got, expected, subject.tolerance())
-        except Violation as exc:
-            hint = STRICT_HINT if mode == "strict" else ""
-            raise Violation(f"{exc}{hint}") from None
-
-
-def _prepare(subject, case):
-    """{mode: callable loaded program}, or the message of the first stage that failed."""
-    entry = subject.entry
-    example = _detached(subject.args(traced_case(entry, case)))
-    template = [None if isinstance(a, torch.Tensor) else _Value(a) for a in example]
-    tensors = [a for a in example if isinstance(a, torch.Tensor)]  # the very objects the warm-up sees
+    example = detached(example)
+    template = [(True, None) if isinstance(a, torch.Tensor) else (False, a) for a in example]
     with torch.no_grad():
-        subject.fn(*example)  # the warm-up call a deployment script makes before exporting
-    module = EntryModule(subject.fn, template)
-    dynamic = _dynamic_shapes(entry, example)
+        target(*example)
+    module, shapes = EntryModule(target, template), dynamic_shapes(dynamic)
     programs = {}
-    for mode, strict in MODES:
+    for mode, strict in (("non-strict", False), ("strict", True)):
         stage = "trace"
         try:
-            exported = torch.export.export(module, tuple(tensors), dynamic_shapes=dynamic, strict=strict)
+            exported = torch.export.export(module, tuple(a for a in example if isinstance(a, torch.Tensor)),
+                                           dynamic_shapes=shapes, strict=strict)
             stage = "save"
             buffer = io.BytesIO()
             torch.export.save(exported, buffer)
             stage = "load"
             buffer.seek(0)
             programs[mode] = torch.export.load(buffer).module()
-            subject.metrics[mode] = "exported"
+            said = "exported"
         except Exception as exc:
-            reason = f"{stage} ({mode} export): {type(exc).__name__}: {_first(exc)}"
-            if strict and stage == "trace":
-                subject.metrics[mode] = f"not traced: {type(exc).__name__}: {_first(exc)}"
-                continue
-            return reason
+            if not (strict and stage == "trace"):
+                return f"{stage} ({mode} export): {type(exc).__name__}: {first_line(exc)[:300]}"
+            said = f"not traced: {type(exc).__name__}: {first_line(exc)[:300]}"
+        if notes is not None:
+            notes[mode] = said
     return programs
+
+
+def dynamic_shapes(dynamic):
+    """export's ``dynamic_shapes`` for the module's varargs: per tensor input, {axis: a ``torch.export.Dim``} from
+    ``dynamic`` (per tensor input, {axis: [dim, min, max]} or None), one Dim per named dim; None when none varies."""
+    if dynamic is None:
+        return None
+    dims = {}
+    for spec in dynamic:
+        for name, low, high in (spec or {}).values():
+            dims.setdefault(name, torch.export.Dim(name, min=low, max=high))
+    return (tuple(None if spec is None else {axis: dims[name] for axis, (name, _, _) in spec.items()}
+                  for spec in dynamic),)
+
+
+def against_programs(programs: dict, target, args, mutates, seed: int, tol) -> list:
+    """Each loaded program on copies of ``args``' tensors (an in-place entry's program writes its inputs) against
+    eager's outputs, both with torch's generator reset to ``seed`` outside the program."""
+    with torch.no_grad():
+        expected = outputs_of(guarded(target, mutates, seed)(*detached(args)))
+    tensors = [a.detach() for a in args if isinstance(a, torch.Tensor)]
+    for mode, program in programs.items():
+        try:
+            got = list(guarded(program, (), seed)(*[t.clone() for t in tensors]))
+        except Exception as exc:
+            return [f"run ({mode}): the loaded program raised {type(exc).__name__}: {first_line(exc)[:300]}"]
+        found = mismatches(f"run ({mode}): exported output vs eager,", got, expected, tol)
+        if found and mode == "strict":
+            return [f"{found[0]}; the non-strict export agrees with eager, so the strict (Dynamo) trace baked in a "
+                    "value computed while tracing: a Python-side cache, a global or an id()-keyed lookup in forward"]
+        if found:
+            return found
+    return []
+
+
+def run(subject, case) -> None:
+    """Export once per cell (every stage), then each example: the loaded programs against eager. The stages of
+    :func:`export`, the programs kept for the cell's examples."""
+    if "programs" not in subject.state:
+        found = _script_values(subject, case)
+        subject.state["programs"] = exported_programs(subject.fn, subject.args(found["example"]), found["dynamic"],
+                                                      notes=subject.metrics)
+    programs = subject.state["programs"]
+    if isinstance(programs, str):
+        raise Violation(programs)
+    found = against_programs(programs, subject.fn, subject.args(case), list(subject.entry.mutates), subject.seed,
+                             subject.tolerance())
+    if found:
+        raise Violation(found[0])
 
 
 def traced_case(entry, case):
@@ -113,88 +143,10 @@ def _script_values(subject, case) -> dict:
     return {**tolerance_values(subject, case), "dynamic": dynamic, "example": traced_case(entry, case)}
 
 
-def _dynamic_shapes(entry, example) -> tuple | None:
-    """A ``torch.export.Dim`` per symbolic dim whose range varies, shared across inputs."""
-    dims = {name: torch.export.Dim(name, min=lo, max=hi) for name in entry.symbols
-            for lo, hi in [entry.dim_range(name)] if lo < hi}
-    if not dims:
-        return None
-    specs = [{axis: dims[size] for axis, size in enumerate(spec.shape) if size in dims} or None
-             for _, spec in entry.tensor_inputs]
-    return (tuple(specs),)  # forward(*tensors): one varargs tuple
-
-
-def _tensors(args) -> list:
-    return [a.detach() for a in args if isinstance(a, torch.Tensor)]
-
-
-def _first(exc: Exception) -> str:
-    return first_line(exc)[:300]
-
-
-SCRIPT = """\
-import io
-
-
-def first(exc):
-    return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}"
-
-
-class EntryModule(torch.nn.Module):
-    \"\"\"The target as a module: its tensor arguments in, the tuple of its tensor outputs out.\"\"\"
-
-    def __init__(self, f, template):
-        super().__init__()
-        self.f, self.template = f, template
-
-    def forward(self, *tensors):
-        it = iter(tensors)
-        return tuple(tensors_of(self.f(*[next(it) if torch.is_tensor(a) else a for a in self.template])))
-
-
-example = [a.detach() if torch.is_tensor(a) else a for a in example]  # dims at 2 where they may: what export traces
-tensors = tuple(a for a in example if torch.is_tensor(a))  # the very objects the warm-up call sees
-with torch.no_grad():
-    _target(*example)  # the warm-up call a deployment script makes before exporting
-found = {}  # dynamic: per tensor input, {axis: [dim, min, max]} for the dims whose range varies
-shapes = None if dynamic is None else (tuple(
-    None if spec is None else {axis: found.setdefault(n, torch.export.Dim(n, min=lo, max=hi)) for axis, (n, lo, hi) in spec.items()}
-    for spec in dynamic),)
-programs = {}
-for mode, strict in (("non-strict", False), ("strict", True)):
-    stage = "trace"
-    try:
-        exported = torch.export.export(EntryModule(_target, example), tensors, dynamic_shapes=shapes, strict=strict)
-        stage = "save"
-        buffer = io.BytesIO()
-        torch.export.save(exported, buffer)
-        stage = "load"
-        buffer.seek(0)
-        programs[mode] = torch.export.load(buffer).module()
-    except Exception as exc:
-        if strict and stage == "trace":  # Dynamo's refusal: loud, recorded by the audit, not a failure
-            print(f"the strict export did not trace ({first(exc)}): not a failure")
-            continue
-        print(f"{stage} ({mode} export): {first(exc)}")
-        sys.exit(1)
-with torch.no_grad():
-    expected = tensors_of(audited(*[a.detach() if torch.is_tensor(a) else a for a in args]))
-failed = False
-for mode, program in programs.items():
-    try:
-        got = list(guarded(program)(*[a.detach().clone() for a in args if torch.is_tensor(a)], clone=False))
-    except Exception as exc:
-        print(f"run ({mode}): the loaded program raised {first(exc)}")
-        sys.exit(1)
-    failed = failed or differs(f"run ({mode}): exported output vs eager,", got, expected)
-print("an exported program differs from eager" if failed else "both exported programs give eager's outputs")
-sys.exit(1 if failed else 0)
-"""
-
-
 CHECK = declared(
     "export",
     run=run,
-    script=SCRIPT,
+    replay=export,
+    replay_helpers=(EntryModule, exported_programs, dynamic_shapes, against_programs),
     script_values=_script_values,
 )

@@ -10,6 +10,7 @@ function's source, and calls it once: the check and its script cannot disagree o
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import torch
@@ -27,13 +28,15 @@ def values(check, subject, case: Case) -> dict:
     Standard: ``seed`` (the cell's: cotangents are drawn from it), ``tol`` (the float64-tight tolerance of the
     dtype, an :class:`audit.kit.Tol`), ``dtype`` and ``device`` (the cell's, a torch dtype and a string),
     ``kind``, ``mutates`` and ``views`` (what the registry says of the entry), ``in_dims`` (the case's vmap
-    batch positions, or None) and ``batch_axes`` (argument -> the axis of the entry's batch dim)."""
+    batch positions, or None), ``batch_axes`` (argument -> the axis of the entry's batch dim) and ``plan`` (the
+    entry's training settings, a dict: a model's batch, steps, lr, micro_batches, batches)."""
     tight = subject.tolerance(tight=True)
     entry = subject.entry
     found = {"seed": subject.seed, "tol": Tol(tight.atol, tight.rtol, tight.scale),
              "dtype": getattr(torch, subject.dtype), "device": subject.device, "kind": getattr(entry.kind, "value", entry.kind),
              "mutates": list(entry.mutates), "views": list(entry.views),
-             "in_dims": list(case.in_dims) if case.in_dims else None, "batch_axes": batch_axes(entry)}
+             "in_dims": list(case.in_dims) if case.in_dims else None, "batch_axes": batch_axes(entry),
+             "plan": dataclasses.asdict(entry.training)}
     return {**found, **(check.script_values(subject, case) if check.script_values else {})}
 
 
@@ -42,6 +45,20 @@ def batch_axes(entry) -> dict:
     if not entry.batch:
         return {}
     return {i: spec.shape.index(entry.batch) for i, spec in entry.tensor_inputs if entry.batch in spec.shape}
+
+
+#: What a property may also take by name, unguarded, as the script names them too: ``target`` (the callable itself:
+#: a module's instance at the cell's dtype and device, a model's factory), ``reference`` (the entry's, or None) and,
+#: for a module, ``make`` (its factory). A check that calls the target its own way (not reseeded, compiled,
+#: exported, under torch.func, in other processes) takes them.
+UNGUARDED = ("target", "reference", "make")
+
+
+def unguarded(subject) -> dict:
+    """:data:`UNGUARDED` on ``subject``: ``make`` only for a module."""
+    found = {"target": subject.fn, "reference": subject.target.reference}
+    factory = getattr(subject.target.fn, "factory", None)
+    return {**found, "make": factory} if factory is not None else found
 
 
 def compared_reference(subject, case: Case):
@@ -75,13 +92,17 @@ def accepted(prop, found: dict) -> dict:
 
 def problems(check, subject, case: Case, *, observe=None) -> list[str]:
     """What ``check.replay`` finds on ``case`` ([] when it holds), called as its replay script calls it, on the
-    target, :func:`compared_reference` and fresh arguments. ``observe`` (see :func:`observer`) only watches: the
-    script has none, and nothing it does changes what is found."""
+    target, :func:`compared_reference` and fresh arguments; for a model, ``check.model_replay`` on the factory (no
+    reference, no arguments). ``observe`` (see :func:`observer`) only watches: the script has none, and nothing it
+    does changes what is found."""
     found = values(check, subject, case)
     found = {name: subject.args(v) if isinstance(v, Case) else [subject.args(c) for c in v]
              if isinstance(v, list) and v and all(isinstance(c, Case) for c in v) else v for name, v in found.items()}
+    found.update(unguarded(subject))
     if observe is not None:
         found["observe"] = observe
+    if getattr(subject.entry.kind, "value", subject.entry.kind) == "model":
+        return check.model_replay(subject.target.fn, None, None, **accepted(check.model_replay, found))
     return check.replay(subject.evaluate, compared_reference(subject, case), subject.args(case),
                         **accepted(check.replay, found))
 

@@ -3,86 +3,57 @@ from another seed, and get the same outputs and gradients (inputs and parameters
 
 from __future__ import annotations
 
-import io
-
 import torch
 
+from audit.checks import replayable
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation, tolerance_values
-from audit.errors import first_line
-from audit.toolkit.tensors import compare_all, gradients, outputs_of
-
-LOST = ("a tensor the forward uses is not saved: make it a parameter or a registered buffer "
-        "(self.register_buffer), or restore it in load_state_dict")
+from audit.checks.interface import tolerance_values
+from audit.kit import built_module, first_line, fresh, grad_inputs, gradients, guarded, mismatches, outputs_of
 
 
-def run(subject, case) -> None:
-    """The cell's module against a fresh instance that loaded its state_dict through torch.save."""
-    maker = subject.target.fn
-    dtype = getattr(torch, subject.dtype)
-    original = maker.module(dtype, subject.device)
+def state_dict(fn, ref, args, *, make, module_seed, mutates, seed, tol, dtype, device) -> list:
+    """The module ``make()`` builds from ``module_seed`` (as the audit builds it), its state_dict through torch.save
+    loaded into a fresh instance built from ``module_seed + 1``: outputs and gradients (inputs and parameters) on
+    ``args`` unchanged within ``tol``."""
+    import io
+
+    original = built_module(make, module_seed, dtype, device)
     buffer = io.BytesIO()
     torch.save(original.state_dict(), buffer)
     buffer.seek(0)
-    fresh = maker.fresh(maker.SEED + 1).to(dtype=dtype, device=torch.device(subject.device))
+    loaded = built_module(make, module_seed + 1, dtype, device)
     try:
-        fresh.load_state_dict(torch.load(buffer, weights_only=True))
+        loaded.load_state_dict(torch.load(buffer, weights_only=True))
     except Exception as exc:
-        raise Violation(f"load_state_dict into a fresh instance raised {type(exc).__name__}: "
-                        f"{first_line(exc)}") from None
-    before, after = _run(original, subject, case), _run(fresh, subject, case)
-    tol = subject.tolerance()
-    try:
-        compare_all("after a state_dict round trip, output", after[0], before[0], tol)
-        compare_all("after a state_dict round trip, gradient of input", after[1], before[1], tol)
-        compare_all("after a state_dict round trip, gradient of parameter", after[2], before[2], tol)
-    except Violation as exc:
-        raise Violation(f"{exc}; {LOST}") from None
+        return [f"load_state_dict into a fresh instance raised {type(exc).__name__}: {first_line(exc)}"]
+    before, after = module_run(original, args, mutates, seed), module_run(loaded, args, mutates, seed)
+    found = (mismatches("after a state_dict round trip, output", after[0], before[0], tol)
+             or mismatches("after a state_dict round trip, gradient of input", after[1], before[1], tol)
+             or mismatches("after a state_dict round trip, gradient of parameter", after[2], before[2], tol))
+    return [f"{found[0]}; a tensor the forward uses is not saved: make it a parameter or a registered buffer "
+            "(self.register_buffer), or restore it in load_state_dict"] if found else []
 
 
-def _run(module, subject, case):
-    args = subject.args(case)
+def module_run(module, args, mutates, seed: int):
+    """Outputs of ``module`` on fresh copies of ``args``, and the gradients of <differentiable outputs, cotangents
+    drawn from ``seed``> for the inputs that require grad, then for its parameters."""
+    xs = fresh(args)
     params = [p for p in module.parameters() if p.requires_grad]
-    outputs = outputs_of(subject.guard(module)(*args))
-    grads = gradients(outputs, list(args) + params, subject.seed)
-    inputs = sum(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+    outputs = outputs_of(guarded(module, mutates, seed)(*xs))
+    grads = gradients(outputs, list(xs) + params, seed)
+    inputs = len(grad_inputs(xs))
     return [o.detach() for o in outputs], grads[:inputs], grads[inputs:]
+
+
+def run(subject, case) -> None:
+    """:func:`state_dict`."""
+    replayable.hold(CHECK, subject, case)
 
 
 CHECK = declared(
     "state_dict",
     run=run,
-    script="""\
-import io
-
-
-def run(m):
-    \"\"\"Outputs of the module m on fresh copies of args, and the gradients of <differentiable outputs, the cell's
-    cotangents> for the inputs that require grad and for m's parameters.\"\"\"
-    xs = fresh(args)
-    outs = tensors_of(guarded(m)(*xs))
-    inputs = sum(torch.is_tensor(x) and x.requires_grad for x in xs)
-    found = vjp(outs, xs + [p for p in m.parameters() if p.requires_grad])
-    return [o.detach() for o in outs], found[:inputs], found[inputs:]
-
-
-buffer = io.BytesIO()
-torch.save(module.state_dict(), buffer)
-buffer.seek(0)
-torch.manual_seed(1)  # a fresh instance from another seed than the original's 0
-loaded = make().to(dtype=dtype, device=device)
-try:
-    loaded.load_state_dict(torch.load(buffer, weights_only=True))
-except Exception as exc:
-    print(f"load_state_dict into a fresh instance raised {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0]}")
-    sys.exit(1)
-before, after = run(module), run(loaded)
-failed = differs("after a state_dict round trip, output", after[0], before[0])
-failed = failed or differs("after a state_dict round trip, gradient of input", after[1], before[1])
-failed = failed or differs("after a state_dict round trip, gradient of parameter", after[2], before[2])
-print("a tensor the forward uses is not saved: make it a parameter or a registered buffer" if failed
-      else "the state_dict round trip keeps outputs and gradients")
-sys.exit(1 if failed else 0)
-""",
-    script_values=tolerance_values,
+    replay=state_dict,
+    replay_helpers=(module_run,),
+    script_values=lambda subject, case: {**tolerance_values(subject, case), "module_seed": subject.target.fn.SEED},
 )

@@ -18,13 +18,13 @@ after 1/8 of the draws, so a gross bug costs little, then all draws), and every 
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import torch
 
+from audit.checks import replayable
 from audit.checks.catalog import STATISTICS_DRAWS, STATISTICS_EXAMPLES, declared
-from audit.checks.interface import NotApplicable, Violation
+from audit.checks.interface import NotApplicable, tolerance_values
 from audit.contract import COMPLEX_DTYPES
 
 #: The false-alarm probability of one cell (a correct target failing).
@@ -34,8 +34,6 @@ DRAWS = STATISTICS_DRAWS
 #: At most this many examples per cell (the check's cap), over which ALPHA is split.
 EXAMPLES = STATISTICS_EXAMPLES
 
-
-# What follows up to ``run`` is also the replay script's code (copied into it as it is): plain torch and math.
 
 def sample(f, args, mutates, seed, draws, cell_seed, elements=256):
     """``draws`` calls of ``f`` on fresh copies of ``args``, torch's generator seeded once with ``seed``: a row per
@@ -168,38 +166,32 @@ def judged(fn, ref, args, mutates, seed, draws, alpha, atol, rtol):
     return ""
 
 
+def statistics(fn, ref, args, *, target, reference, mutates, seed, tol, draws, alpha) -> list:
+    """The two-stage test (:func:`judged`) of the target against its reference sampler, both called as they are
+    (each from its own seeded stream, not reset before each call), ``draws`` times each, at false-alarm
+    probability ``alpha``, differences within ``tol``'s atol and rtol counting as none."""
+    message = judged(target, reference, args, mutates, seed, draws, alpha, tol.atol, tol.rtol)
+    return [f"{message}; the target drawn from seeds {seed} and {seed} + 2, the reference from {seed} + 1 and "
+            f"{seed} + 3"] if message else []
+
+
 def run(subject, case) -> None:
-    """The two-stage test on the case's inputs (see :func:`judged`); ALPHA split over the cell's examples."""
+    """:func:`statistics` on the case's inputs; ALPHA split over the cell's examples."""
     if subject.dtype in COMPLEX_DTYPES:
         raise NotApplicable("its tests order and compare real values (Kolmogorov-Smirnov, means); a complex "
                             "stochastic entry is not covered yet")
-    tol = subject.tolerance()
-    message = judged(subject.target.fn, subject.target.reference, subject.args(case), subject.entry.mutates,
-                     subject.seed, DRAWS, ALPHA / EXAMPLES, tol.atol, tol.rtol)
-    if message:
-        raise Violation(f"{message}; {SEEDS.format(seed=subject.seed)}")
-
-
-#: Where the draws came from, as the message says it (the audit's and the script's).
-SEEDS = "the target drawn from seeds {seed} and {seed} + 2, the reference from {seed} + 1 and {seed} + 3"
+    replayable.hold(CHECK, subject, case)
 
 
 def _values(subject, case) -> dict:
-    tol = subject.tolerance()
-    return {"atol": tol.atol, "rtol": tol.rtol, "draws": DRAWS, "alpha": ALPHA / EXAMPLES}
+    """The comparison (the entry's tolerance), the draws per example and the false-alarm probability of one."""
+    return {**tolerance_values(subject, case), "draws": DRAWS, "alpha": ALPHA / EXAMPLES}
 
-
-CORE = "\n\n".join(inspect.getsource(f) for f in (sample, drawn, ks_pvalue, ks_counts, mean_pvalues, rejected, described, judged))
 
 CHECK = declared(
     "statistics",
     run=run,
-    script="import math\n\n\n" + CORE + """
-
-# the same two-stage test as the audit's, on the raw target and reference (not reset before each call)
-message = judged(_target, _reference, args, mutates, seed, draws, alpha, atol, rtol)
-print(f"{message}; the target drawn from seeds {seed} and {seed} + 2, the reference from {seed} + 1 and {seed} + 3" if message else f"the target's outputs and gradient means match the reference's over {draws} draws")
-sys.exit(1 if message else 0)
-""",
+    replay=statistics,
+    replay_helpers=(sample, drawn, ks_pvalue, ks_counts, mean_pvalues, rejected, described, judged),
     script_values=_values,
 )

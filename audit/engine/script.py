@@ -13,6 +13,7 @@ import inspect
 import numpy as np
 
 from audit import kit
+from audit.checks.replayable import UNGUARDED
 from audit.contract import COMPLEX_DTYPES
 from audit.inputs.case import Case, TensorArg
 from audit.registry.model import Entry
@@ -64,7 +65,7 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append("args = [")
     lines += _rendered(case, dtype)
     lines.append("]")
-    names = ", ".join(f"{name}={name}" for name in used)
+    names = ", ".join(f"{name}={name}" for name in used + _unguarded(prop, entry))
     if _kind(entry) == "model":
         lines.append(f"sys.exit(report({prop.__name__}(target, None, None, {names})))")
     else:
@@ -85,6 +86,13 @@ def _accepted(prop, values: dict) -> list[str]:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return list(values)
     return [name for name in values if name in parameters]
+
+
+def _unguarded(prop, entry: Entry) -> list[str]:
+    """The names of :data:`~audit.checks.replayable.UNGUARDED` that ``prop`` takes: the script's own ``target``,
+    ``reference`` and (a module's) ``make``."""
+    parameters = inspect.signature(prop).parameters
+    return [name for name in UNGUARDED if name in parameters and (name != "make" or _kind(entry) == "module")]
 
 
 def kit_source() -> str:

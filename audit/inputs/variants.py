@@ -1,7 +1,6 @@
-"""New cases made from a drawn one: same values rearranged (a batch of samples), or resized to new dims.
-
-Both keep every value the strategy drew, so domains, kinks and valid indices still hold.
-"""
+"""New cases made from a drawn one: resized to new dims, keeping every value the strategy drew, so domains, kinks
+and valid indices still hold. (The vmap check's samples, the same values rearranged, are made from the arguments
+themselves: :func:`audit.checks.vmap.sample_of`.)"""
 
 from __future__ import annotations
 
@@ -9,21 +8,6 @@ import numpy as np
 
 from audit.inputs.case import Case, TensorArg
 from audit.registry.model import Entry, TensorSpec
-
-
-def rearranged(case: Case, k: int, which) -> Case:
-    """Sample ``k`` of a batch: the tensors at ``which`` with their values reordered (0: as drawn,
-    odd: reversed, then rolled by ``k // 2``), every other argument unchanged."""
-    args = tuple(_reorder(a, k) if i in which and isinstance(a, TensorArg) else a for i, a in enumerate(case.args))
-    return Case(case.dims, args, case.layouts, case.in_dims)
-
-
-def _reorder(arg: TensorArg, k: int) -> TensorArg:
-    flat = arg.values.reshape(-1)
-    if k % 2:
-        flat = flat[::-1]
-    flat = np.roll(flat, k // 2)
-    return TensorArg(values=flat.reshape(arg.values.shape).copy(), requires_grad=arg.requires_grad, dtype=arg.dtype)
 
 
 def resized(entry: Entry, case: Case, sizes: dict) -> Case:

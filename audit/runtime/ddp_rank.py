@@ -16,10 +16,8 @@ import datetime
 import pickle
 import signal
 import sys
-import traceback
 from pathlib import Path
 
-from audit.errors import first_line
 from audit.runtime.channel import connect
 from audit.runtime.rank_messages import Gradients, GradientsRequest, Joined, RankError, RankSpec
 
@@ -65,10 +63,9 @@ def _answer(request: GradientsRequest, loaded: dict, rank: int, world: int) -> G
         with isolated(state):
             return Gradients(_gradients(subject, request, rank, world))
     except Exception as exc:  # the target's fault, reported to the check with where it happened
-        frames = traceback.extract_tb(exc.__traceback__)
-        where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-        first = first_line(exc) if str(exc).strip() else ""
-        return RankError(f"{type(exc).__name__}: {first}{where}")
+        from audit.kit import rank_error
+
+        return RankError(rank_error(exc))
 
 
 def _subject(spec: str, loaded: dict):
@@ -91,18 +88,12 @@ def _subject(spec: str, loaded: dict):
 def _gradients(subject, request: GradientsRequest, rank: int, world: int) -> dict[str, list]:
     """Each parameter's gradient under DistributedDataParallel on this rank's share of the batch, scaled by
     ``world`` (DDP averages; the check compares sums)."""
-    import torch
-
-    from audit.toolkit import ddp
     from audit.inputs.case import Case
+    from audit.kit import rank_gradients
+    from audit.toolkit import ddp
 
     args = subject.args(Case.from_json(request.case))
-    axes = ddp.batched_axes(subject.entry, request.dim)
-    module = torch.nn.parallel.DistributedDataParallel(ddp.Harness(subject.target.fn, args, axes),
-                                                       find_unused_parameters=True)
-    module(*ddp.data(args, axes, rank, world)).backward()
-    return {name: (torch.tensor(g, dtype=torch.float64) * world).tolist()
-            for name, g in ddp.gradients(module.module).items()}
+    return rank_gradients(subject.target.fn, args, ddp.batched_axes(subject.entry, request.dim), rank, world)
 
 
 #: The name ``ps`` and /proc/PID/comm show for a rank (a forked one's command line is its worker's).

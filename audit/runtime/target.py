@@ -135,9 +135,9 @@ class ModuleCall:
         """A new instance built from ``seed``, with the factory's own dtype and device."""
         import torch
 
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            built = self.factory()
+        from audit.kit import seeded
+
+        built = seeded(self.factory, seed)
         if not isinstance(built, torch.nn.Module):
             raise TargetError(f"the factory returned {type(built).__name__}, not an nn.Module")
         return built

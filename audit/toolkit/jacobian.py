@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-import re
 
 import torch
 
 from audit.contract import real_counterpart
+from audit.kit import outputs_without_graph, realified, torch_sentence
 from audit.registry.model import Tolerance
 from audit.toolkit.tensors import dense, filled, floating, grad_inputs, grad_outputs, number, outputs_of, wide
 
@@ -81,15 +81,6 @@ def explain_gradcheck_failure(fn, inputs, exc: Exception, options: dict) -> str:
     return located if located.startswith(f"{said}:") else f"{located}; torch.autograd.gradcheck: {said}"
 
 
-def torch_sentence(exc: Exception) -> str:
-    """The first line of a torch error as a clause to embed: whitespace collapsed, sentences torch glued
-    together ("gradient.The tolerance") parted, and trailing punctuation dropped (torch ends
-    "Jacobian mismatch for output 0 with respect to input 0," before its matrices)."""
-    lines = str(exc).strip().splitlines()
-    first = " ".join(lines[0].split()) if lines else type(exc).__name__
-    return re.sub(r"(?<=[a-z])\.(?=[A-Z])", ". ", first).rstrip(" ,;:.")
-
-
 def _locate(fn, inputs, eps, atol, rtol) -> str | None:
     analytic = _analytic(fn, inputs)
     numeric = _numeric(fn, inputs, eps)
@@ -141,31 +132,6 @@ def _located(fn, inputs, options: dict) -> str | None:
     return found
 
 
-def realified(fn, inputs):
-    """``fn`` as a real function of real tensors, and ``inputs`` as such: each complex input is passed as its
-    ``view_as_real`` (a trailing dim of 2: real, imaginary part) and each complex output returned so. Its
-    autograd Jacobian is the true real one exactly when the backward follows PyTorch's convention, so the
-    real-valued finite-difference machinery judges complex code unchanged. Real ``fn`` and inputs pass as they are."""
-    flags = [x.is_complex() for x in inputs]
-    if not any(flags) and not any(o.is_complex() for o in _outputs(fn, inputs)):
-        return fn, list(inputs)
-
-    def real_fn(*xs):
-        found = fn(*[torch.view_as_complex(x) if c else x for x, c in zip(xs, flags)])
-        outs = tuple(torch.view_as_real(o.resolve_conj()) if o.is_complex() else o
-                     for o in (found if isinstance(found, tuple) else (found,)))
-        return outs if len(outs) != 1 else outs[0]
-
-    return real_fn, [torch.view_as_real(x.detach().resolve_conj()).clone() if c else x for x, c in zip(inputs, flags)]
-
-
-def _outputs(fn, inputs) -> list:
-    """The outputs of ``fn`` on detached ``inputs``, without a graph."""
-    with torch.no_grad():
-        out = fn(*[x.detach() for x in inputs])
-    return list(out) if isinstance(out, tuple) else [out]
-
-
 def _conjugated(fn, inputs, eps, atol, rtol) -> str | None:
     """For a complex input whose gradient is the conjugate of the finite-difference one (and not that one): a
     message naming PyTorch's convention. Compared as one vector-Jacobian product with random cotangents, the
@@ -176,7 +142,7 @@ def _conjugated(fn, inputs, eps, atol, rtol) -> str | None:
     outs = _outputs_live(fn, xs)
     cots = grad_outputs(outs, 0)
     analytic = filled(torch.autograd.grad(outs, xs, cots, allow_unused=True), xs)
-    loss = lambda *ys: sum(float((c.conj() * o).real.sum()) for o, c in zip(_outputs(fn, ys), cots))
+    loss = lambda *ys: sum(float((c.conj() * o).real.sum()) for o, c in zip(outputs_without_graph(fn, ys), cots))
     for i, (x, got) in enumerate(zip(inputs, analytic)):
         if not x.is_complex():
             continue

@@ -18,19 +18,16 @@ wherever the point is not itself ill-conditioned.
 
 from __future__ import annotations
 
-import functools
-
-from audit.kit import NOISE_FACTOR, NOISE_SAMPLES, NOISE_STEP, noisy_mismatches, perturbed, spread
+from audit.kit import NOISE_FACTOR, NOISE_SAMPLES, NOISE_STEP, measured_noise, noisy_mismatches, perturbed, spread
 from audit.registry.model import Tolerance
 from audit.toolkit.violation import Violation
 
 FACTOR, SAMPLES, STEP = NOISE_FACTOR, NOISE_SAMPLES, NOISE_STEP
 
 
-def noise(compute, args):
-    """A callable giving, once and only when first called, the spread of ``compute(args)``: one float for each
-    group of tensors it returns (say outputs, then gradients)."""
-    return functools.cache(lambda: spread(compute, args))
+#: A callable giving, once and only when first called, the spread of ``compute(args)``: one float for each group
+#: of tensors it returns (say outputs, then gradients).
+noise = measured_noise
 
 
 def compare_within_noise(label: str, got, expected, tol: Tolerance, measured) -> None:

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import torch
-
-from audit.kit import (dense, detached, differentiable, filled, floating, grad_inputs, grad_outputs, gradients,
-                       mismatch, mismatches, number, outputs_of, wide, widest, within)
+from audit.kit import (NOTHING_DIFFERENTIABLE, dense, detached, differentiable, differentiated, filled, floating,
+                       grad_inputs, grad_outputs, gradients, mismatch, mismatches, number, outputs_of, wide, widest,
+                       within)
 from audit.registry.model import Tolerance
 from audit.toolkit.violation import Violation
 
@@ -15,13 +14,12 @@ __all__ = ["compare_all", "dense", "detached", "differentiable", "filled", "floa
 
 
 def vjp(fn, args, inputs, seed: int = 0, *, create_graph: bool = False):
-    """Outputs of ``fn(*args)`` and the gradients of <outputs, random cotangents> w.r.t. ``inputs``."""
-    outputs = differentiable(outputs_of(fn(*args)))
-    if not outputs:
-        raise Violation("returned no differentiable output: nothing carries a gradient back")
-    cotangents = grad_outputs(outputs, seed)
-    grads = torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True, create_graph=create_graph)
-    return outputs, filled(grads, inputs)
+    """Outputs of ``fn(*args)`` and the gradients of <outputs, random cotangents> w.r.t. ``inputs``
+    (:func:`audit.kit.differentiated`); a :class:`Violation` when no output is differentiable."""
+    found = differentiated(fn, args, inputs, seed, create_graph)
+    if found is None:
+        raise Violation(NOTHING_DIFFERENTIABLE)
+    return found
 
 
 def compare_all(label: str, got, expected, tol: Tolerance, magnitude: float = 0.0) -> None:

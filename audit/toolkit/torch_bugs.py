@@ -61,11 +61,6 @@ COMPILE_MARK_DIRTY = TorchBug(
 KNOWN = (CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, COMPILE_MARK_DIRTY)
 
 
-def is_setup_context_refusal(exc: BaseException) -> bool:
-    """torch.func's refusal of an old-style (ctx in forward) autograd.Function."""
-    return isinstance(exc, RuntimeError) and "must override the setup_context staticmethod" in str(exc)
-
-
 _CANARIES: dict = {}
 
 

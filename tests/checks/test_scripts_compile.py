@@ -1,0 +1,56 @@
+"""Every check's replayed functions (its property, model property and helpers, as a replay script embeds them after
+the replay kit) are valid Python on every supported interpreter and name nothing the script does not define: a
+syntax error or a name the script lacks (a module the check's file imports, say) would leave a failure without a
+replay, and the replay test only reaches checks with a planted bug."""
+
+from __future__ import annotations
+
+import builtins
+import dis
+import inspect
+import types
+
+import pytest
+
+from audit.checks import builtin
+from audit.checks.replayable import UNGUARDED
+from audit.engine.script import kit_source
+
+CHECKS = [name for name, check in builtin().items() if check.replay or check.model_replay]
+#: What a script defines besides the kit and the check's functions: its target, arguments and values.
+SCRIPT_NAMES = {*UNGUARDED, "fn", "ref", "args", "seed", "dtype", "device"}
+
+
+def replayed(check) -> list:
+    """The functions (and classes) a script embeds for ``check``."""
+    return [f for f in (*check.replay_helpers, check.replay, check.model_replay) if f is not None]
+
+
+def global_names(code) -> set:
+    """The global names ``code`` (and the code nested in it) loads."""
+    found = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= global_names(const)
+    return found
+
+
+def codes(function) -> list:
+    """A function's code, or the code of each method of a class."""
+    if inspect.isclass(function):
+        return [m.__code__ for m in vars(function).values() if inspect.isfunction(m)] + [
+            m.fget.__code__ for m in vars(function).values() if isinstance(m, property)]
+    return [function.__code__]
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_the_replayed_functions_compile_and_name_only_what_the_script_defines(name):
+    namespace: dict = {}
+    header = "from __future__ import annotations\nimport sys\nimport torch\n"
+    exec(compile(header + kit_source(), "<kit>", "exec"), namespace)
+    for function in replayed(builtin()[name]):
+        source = "from __future__ import annotations\n" + inspect.getsource(function)
+        exec(compile(source, f"<{name}: {function.__name__}>", "exec"), namespace)
+    missing = {n for f in replayed(builtin()[name]) for code in codes(f) for n in global_names(code)
+               if n not in namespace and n not in SCRIPT_NAMES and not hasattr(builtins, n)}
+    assert not missing, f"{name}'s replayed functions use names its script does not define: {sorted(missing)}"
