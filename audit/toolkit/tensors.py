@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.kit import (dense, detached, differentiable, filled, floating, grad_inputs, grad_outputs, gradients,
-                       mismatch, mismatches, number, outputs_of, wide, widest, within)
+from audit.kit import (NO_GRADIENT_OUTPUT, dense, detached, differentiable, filled, floating, grad_inputs, grad_outputs,
+                       gradients, mismatch, mismatches, number, outputs_of, wide, widest, within)
 from audit.registry.model import Tolerance
 from audit.toolkit.violation import Violation
 
@@ -18,7 +18,7 @@ def vjp(fn, args, inputs, seed: int = 0, *, create_graph: bool = False):
     """Outputs of ``fn(*args)`` and the gradients of <outputs, random cotangents> w.r.t. ``inputs``."""
     outputs = differentiable(outputs_of(fn(*args)))
     if not outputs:
-        raise Violation("returned no differentiable output: nothing carries a gradient back")
+        raise Violation(NO_GRADIENT_OUTPUT)
     cotangents = grad_outputs(outputs, seed)
     grads = torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True, create_graph=create_graph)
     return outputs, filled(grads, inputs)
