@@ -284,6 +284,10 @@ def user_site(exc: BaseException) -> str:
     return f" (at {frame[0]}:{frame[1]} in {frame[2]})" if frame else ""
 
 
+class Inapplicable(Exception):
+    """Raised by a property that has nothing to say about a case (the audit's cell is then a skip, saying why)."""
+
+
 # -- a target of its differentiable inputs; gradients; a module target -----------------------------------------
 
 #: torch's gradcheck failure (its module's name is shadowed by the function ``torch.autograd.gradcheck``).
