@@ -558,6 +558,59 @@ def _shifted(fn, base, i, k, delta):
     return [o for o in (out if isinstance(out, tuple) else (out,))]
 
 
+# -- kind model: the (model, make_batch, loss) a factory returns, and one training step ---------------------------
+
+class NotAModel(Exception):
+    """A ``kind: model`` factory that did not return ``(model, make_batch, loss)``."""
+
+
+def built_model(factory, dtype, device, seed: int = 0):
+    """``(model, make_batch, loss)`` as the audit builds them: ``factory()`` called from ``seed`` (torch's
+    generator put back after), the model moved to ``dtype`` and ``device``; :class:`NotAModel` otherwise."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        built = factory()
+    if not (isinstance(built, tuple) and len(built) == 3 and isinstance(built[0], torch.nn.Module)):
+        raise NotAModel("the factory must return (model, make_batch, loss) with model an nn.Module; got "
+                        f"{type(built).__name__}")
+    return built[0].to(dtype=dtype, device=torch.device(device)), built[1], built[2]
+
+
+def model_batch(make_batch, size: int, seed: int, dtype, device):
+    """``make_batch(size, seed)`` (``(inputs, targets)``, inputs a tuple) with its floating tensors in ``dtype``
+    and every tensor on ``device``."""
+    def moved(value):
+        if not isinstance(value, torch.Tensor):
+            return value
+        value = value.to(device=device)
+        return value.to(dtype) if value.is_floating_point() else value
+
+    inputs, targets = make_batch(size, seed)
+    return tuple(moved(x) for x in inputs), moved(targets)
+
+
+def model_step(model, loss, inputs, targets):
+    """Forward and backward from zero gradients; returns the loss."""
+    model.zero_grad(set_to_none=True)
+    found = loss(model(*inputs), targets)
+    found.backward()
+    return found
+
+
+def parameter_gradients(model) -> dict:
+    """Every parameter's gradient that requires one, by name (zeros where none arrived)."""
+    return {n: (p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p))
+            for n, p in model.named_parameters() if p.requires_grad}
+
+
+def micro_batches(batch, parts: int) -> list:
+    """``(inputs, targets)`` split into ``parts`` micro-batches along dim 0 (anything not a tensor repeated)."""
+    inputs, targets = batch
+    split_inputs = [x.chunk(parts) if isinstance(x, torch.Tensor) else [x] * parts for x in inputs]
+    split_targets = targets.chunk(parts) if isinstance(targets, torch.Tensor) else [targets] * parts
+    return [(tuple(s[i] for s in split_inputs), split_targets[i]) for i in range(parts)]
+
+
 # -- low precision: the largest value a computation passes through ------------------------------------------------
 
 class Largest(TorchDispatchMode):

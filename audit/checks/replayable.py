@@ -87,6 +87,13 @@ def problems(check, subject, case: Case, *, observe=None) -> list[str]:
                         **accepted(check.replay, found))
 
 
+def model_problems(check, subject, case: Case) -> list[str]:
+    """What ``check.model_replay`` finds for a ``model`` entry ([] when it holds), called as its replay script
+    calls it: on the model factory (the target), with no reference and no arguments."""
+    return check.model_replay(subject.target.fn, None, None,
+                              **accepted(check.model_replay, values(check, subject, case)))
+
+
 def target(subject):
     """The target as a property receives it: ``subject.evaluate``, with a module entry's module as ``.module``
     (:func:`audit.kit.module_of`), as the replay script's :func:`audit.kit.guarded` target has it."""

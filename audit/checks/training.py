@@ -18,11 +18,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from audit.checks.interface import Violation
 from audit.errors import first_line
 from audit.frames import is_user
+from audit.kit import NotAModel, built_model, model_batch, model_step, parameter_gradients
 
 
 @dataclass
 class Model:
-    """A built model with its batch maker and loss, at one dtype and device."""
+    """A built model with its batch maker and loss, at one dtype and device (the replay kit's functions, bound)."""
 
     module: torch.nn.Module
     make_batch: object
@@ -32,33 +33,25 @@ class Model:
 
     def batch(self, size: int, seed: int):
         """``make_batch(size, seed)`` moved to the model's dtype (floating tensors) and device."""
-        inputs, targets = self.make_batch(size, seed)
-        return tuple(_to(x, self) for x in inputs), _to(targets, self)
+        return model_batch(self.make_batch, size, seed, self.dtype, self.device)
 
     def step(self, inputs, targets):
         """Forward and backward from zero gradients; returns the loss."""
-        self.module.zero_grad(set_to_none=True)
-        loss = self.loss(self.module(*inputs), targets)
-        loss.backward()
-        return loss
+        return model_step(self.module, self.loss, inputs, targets)
 
     def grads(self) -> dict[str, torch.Tensor]:
         """Every parameter's gradient (zeros where none arrived)."""
-        return {n: (p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p))
-                for n, p in self.module.named_parameters() if p.requires_grad}
+        return parameter_gradients(self.module)
 
 
 def build(subject, seed: int = 0) -> Model:
-    """The entry's model, built from ``seed``, at the cell's dtype and device."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        built = subject.target.fn()
-    if not (isinstance(built, tuple) and len(built) == 3 and isinstance(built[0], torch.nn.Module)):
-        raise Violation("the factory must return (model, make_batch, loss) with model an nn.Module; got "
-                        f"{type(built).__name__}")
+    """The entry's model, built from ``seed``, at the cell's dtype and device (:func:`audit.kit.built_model`)."""
     dtype = getattr(torch, subject.dtype)
-    module = built[0].to(dtype=dtype, device=torch.device(subject.device))
-    return Model(module, built[1], built[2], dtype, subject.device)
+    try:
+        module, make_batch, loss = built_model(subject.target.fn, dtype, subject.device, seed)
+    except NotAModel as exc:
+        raise Violation(str(exc)) from None
+    return Model(module, make_batch, loss, dtype, subject.device)
 
 
 def sgd(model: Model, lr: float) -> None:
@@ -67,14 +60,6 @@ def sgd(model: Model, lr: float) -> None:
         for p in model.module.parameters():
             if p.grad is not None:
                 p -= lr * p.grad
-
-
-def chunks(batch, parts: int):
-    """``(inputs, targets)`` split into ``parts`` micro-batches along dim 0."""
-    inputs, targets = batch
-    split_inputs = [x.chunk(parts) if isinstance(x, torch.Tensor) else [x] * parts for x in inputs]
-    split_targets = targets.chunk(parts) if isinstance(targets, torch.Tensor) else [targets] * parts
-    return [(tuple(s[i] for s in split_inputs), split_targets[i]) for i in range(parts)]
 
 
 def nonfinite(loss, grads: dict) -> str | None:
@@ -148,10 +133,3 @@ def _user_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("File ")]
     own = [ln for ln in lines if is_user(ln.replace('File "', ""))]
     return own[-1].replace('File "', "").replace('", line ', ":") if own else ""
-
-
-def _to(value, model: Model):
-    if isinstance(value, torch.Tensor):
-        value = value.to(device=model.device)
-        return value.to(model.dtype) if value.is_floating_point() else value
-    return value
