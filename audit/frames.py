@@ -1,17 +1,13 @@
 """Which stack frames are the user's: everything outside the audit's own code, torch and the standard
-library's contextlib (the frames a failure message and a scan site should point at)."""
+library (the frames a failure message and a scan site should point at). The replay kit holds the rule
+(:func:`audit.kit.library_folders`, :func:`audit.kit.user_site`), so that a replay script names the same site."""
 
 from __future__ import annotations
 
-import contextlib
-import traceback
-from pathlib import Path
+from audit.kit import library_folders, user_site
 
-import torch
-
-import audit
-
-LIBRARY_DIRS = tuple(str(Path(m.__file__).parent) for m in (audit, torch)) + (str(Path(contextlib.__file__).parent),)
+#: The audit's package (the kit's folder), torch's and the standard library's.
+LIBRARY_DIRS = library_folders()
 
 
 def is_user(filename: str) -> bool:
@@ -19,10 +15,4 @@ def is_user(filename: str) -> bool:
     return not filename.startswith(LIBRARY_DIRS)
 
 
-def user_site(exc: BaseException) -> str:
-    """`` (at file:line in function)`` for the innermost user frame of ``exc``'s traceback (else the
-    innermost frame), or "" when it has none."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    own = [f for f in frames if is_user(f.filename)]
-    frame = (own or frames)[-1] if frames else None
-    return f" (at {frame.filename}:{frame.lineno} in {frame.name})" if frame else ""
+__all__ = ["LIBRARY_DIRS", "is_user", "user_site"]

@@ -147,13 +147,15 @@ def grads(f, args, seed: int, layout: str | None = None):
 
 def guarded(f, mutates=(), seed=None):
     """``f`` called as the audit calls a target: each leaf tensor at a ``mutates`` position replaced by its clone
-    (the audit's tensors are never written), and, with a ``seed``, torch's generator reset to it first."""
+    (the audit's tensors are never written), and, with a ``seed``, torch's generator reset to it first. A module
+    ``f`` stays reachable as ``.module`` (:func:`module_of`: its parameters are gradcheck's too)."""
     def call(*args):
         args = [a.clone() if i in mutates and isinstance(a, torch.Tensor) and a.is_leaf else a
                 for i, a in enumerate(args)]
         if seed is not None:
             torch.manual_seed(seed)
         return f(*args)
+    call.module = f if isinstance(f, torch.nn.Module) else None
     return call
 
 
@@ -256,6 +258,299 @@ class Tol:
 
     def __repr__(self) -> str:
         return f"Tol({self.atol!r}, {self.rtol!r}, {self.scale!r})"
+
+
+# -- the failure of a call, in words --------------------------------------------------------------------------
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, or "(no message)" (audit.errors has its twin for code that must
+    import without torch)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def _folder(path: str) -> str:
+    """The folder of a file's path, whichever separator it uses."""
+    return path[:max(path.rfind("/"), path.rfind("\\"))]
+
+
+def library_folders() -> tuple:
+    """Where the code that is not the user's lives: torch, the standard library (contextlib's folder) and this
+    kit's own folder (the audit's package; in a replay script, the script's folder)."""
+    files = (torch.__file__, sys.modules["contextlib"].__file__, library_folders.__code__.co_filename)
+    return tuple(_folder(path) for path in files)
+
+
+def user_site(exc: BaseException) -> str:
+    """`` (at file:line in function)`` for the innermost frame of ``exc``'s traceback outside
+    :func:`library_folders` (else the innermost frame), or "" when it has none."""
+    frames, tb = [], exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        frames.append((code.co_filename, tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    own = [f for f in frames if not f[0].startswith(library_folders())]
+    frame = (own or frames)[-1] if frames else None
+    return f" (at {frame[0]}:{frame[1]} in {frame[2]})" if frame else ""
+
+
+class Inapplicable(Exception):
+    """Raised by a property that has nothing to say about a case (the audit's cell is then a skip, saying why)."""
+
+
+# -- a target of its differentiable inputs; gradients; a module target -----------------------------------------
+
+#: torch's gradcheck failure (its module's name is shadowed by the function ``torch.autograd.gradcheck``).
+GradcheckError = sys.modules["torch.autograd.gradcheck"].GradcheckError
+
+#: Why a gradient property has nothing to compare.
+NO_GRADIENT_OUTPUT = "returned no differentiable output: nothing carries a gradient back"
+
+
+def module_of(fn):
+    """The nn.Module that the target ``fn`` calls (``fn.module``: :func:`guarded` keeps it), or None."""
+    module = getattr(fn, "module", None)
+    return module if isinstance(module, torch.nn.Module) else None
+
+
+def wrapped(fn, args):
+    """``fn`` as a function of the arguments that require grad only (the others fixed to ``args``'), returning its
+    floating outputs, dense (a sparse output made dense: masked, its gradient stays on its pattern), as torch's
+    gradcheck asks: one tensor, or a tuple of them."""
+    positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+
+    def of_inputs(*inputs):
+        full = list(args)
+        for i, x in zip(positions, inputs):
+            full[i] = x
+        outputs = [dense(o) for o in outputs_of(fn(*full)) if floating(o)]
+        return tuple(outputs) if len(outputs) != 1 else outputs[0]
+
+    return of_inputs
+
+
+def outputs_and_gradients(fn, args, seed: int):
+    """The differentiable outputs of ``fn(*args)`` and the gradients of <outputs, cotangents drawn from ``seed``>
+    for the arguments that require grad (zeros where unused); no outputs (see :data:`NO_GRADIENT_OUTPUT`) and no
+    gradients when none is differentiable."""
+    outputs = differentiable(outputs_of(fn(*args)))
+    return outputs, gradients(outputs, args, seed)
+
+
+def once(compute):
+    """A callable giving ``compute()``, computed on the first call only."""
+    found = []
+
+    def value():
+        if not found:
+            found.append(compute())
+        return found[0]
+
+    return value
+
+
+# -- torch's gradcheck failure, located and sized ----------------------------------------------------------------
+
+def explain_gradcheck_failure(fn, inputs, exc: Exception, options: dict) -> str:
+    """The largest analytic-vs-numeric difference and where it is, with torch's own first line where it
+    says more than that; torch's line alone when nothing is located."""
+    said = torch_sentence(exc)
+    if any(x.layout != torch.strided for x in inputs):  # torch's masked comparison: located in its own words
+        return f"torch.autograd.gradcheck (masked: unspecified elements of sparse inputs ignored): {said}"
+    try:
+        conjugated = _conjugated(fn, inputs, options["eps"], options["atol"], options["rtol"])
+        located = conjugated or _located(fn, inputs, options)
+    except Exception:  # the diagnosis is a courtesy; torch's message still stands
+        located = None
+    if not located:
+        return f"torch.autograd.gradcheck: {said}"
+    return located if located.startswith(f"{said}:") else f"{located}; torch.autograd.gradcheck: {said}"
+
+
+def torch_sentence(exc: Exception) -> str:
+    """The first line of a torch error as a clause to embed: whitespace collapsed, sentences torch glued
+    together ("gradient.The tolerance") parted, and trailing punctuation dropped (torch ends
+    "Jacobian mismatch for output 0 with respect to input 0," before its matrices)."""
+    lines = str(exc).strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else type(exc).__name__
+    glued = [i for i in range(1, len(first) - 1)
+             if first[i] == "." and "a" <= first[i - 1] <= "z" and "A" <= first[i + 1] <= "Z"]
+    for i in reversed(glued):
+        first = f"{first[:i]}. {first[i + 1:]}"
+    return first.rstrip(" ,;:.")
+
+
+def judged_by_differences(check: str, fn, inputs, options: dict) -> list:
+    """Where a reference cannot judge the target's gradient (undefined or unreliable there), torch's gradcheck
+    of ``fn`` (a function of ``inputs``, :func:`wrapped`) with ``options`` does: a line naming that, [] when it
+    holds."""
+    try:
+        torch.autograd.gradcheck(fn, inputs, **options)
+    except GradcheckError as exc:
+        return [f"{check}: the reference's gradient is undefined or unreliable here (NaN or inf where the target's "
+                "is finite, or itself off finite differences), so the target is judged by finite differences, and "
+                f"they disagree at a smooth point: {explain_gradcheck_failure(fn, inputs, exc, options)}"]
+    return []
+
+
+def _locate(fn, inputs, eps, atol, rtol) -> str | None:
+    analytic = _analytic(fn, inputs)
+    numeric = _numeric(fn, inputs, eps)
+    worst = None
+    for (o, i), a in analytic.items():
+        n = numeric[(o, i)]
+        excess = _excess(a, n, atol, rtol)
+        if excess.numel() and (worst is None or excess.max() > worst[0]):
+            flat = int(excess.reshape(-1).argmax())
+            worst = (excess.max().item(), o, i, flat, a, n)
+    if worst is None or worst[0] <= 0:
+        return None
+    _, o, i, flat, a, n = worst
+    row, col = divmod(flat, a.shape[1])
+    out_index = list(_unravel(row, _output_shapes(fn, inputs)[o]))
+    in_index = list(_unravel(col, inputs[i].shape))
+    got, want = a.reshape(-1)[flat].item(), n.reshape(-1)[flat].item()
+    where = f"Jacobian mismatch for output {o} with respect to input {i}:"
+    if not math.isfinite(got) or not math.isfinite(want):
+        return f"{where} {_non_finite(got, want, f'd out{out_index} / d in[{i}]{in_index}', a, n)}"
+    return (f"{where} max |analytic - numeric| = {abs(got - want):.3g} at d out{out_index} / d in{in_index} "
+            f"(analytic {got:.6g}, numeric {want:.6g}) > atol {atol:g} + rtol {rtol:g}·|numeric|")
+
+
+def _excess(a, n, atol: float, rtol: float):
+    """How far each analytic element is past its allowance; a NaN or an infinity on one side only is
+    infinitely far (first to be named), equal values (equal infinities too) are not past it."""
+    excess = ((a - n).abs() - (atol + rtol * n.abs())).nan_to_num(nan=math.inf)
+    return excess.masked_fill(a == n, -math.inf)
+
+
+def _non_finite(got: float, want: float, where: str, a, n) -> str:
+    """"analytic NaN at d out[0] / d in[2][1]; numeric 0.37", and how many elements are so."""
+    side, value, other, other_value, block = (("analytic", got, "numeric", want, a) if not math.isfinite(got)
+                                              else ("numeric", want, "analytic", got, n))
+    count = int((~torch.isfinite(block)).sum())
+    hint = ("" if side == "analytic" else
+            ": the function is not finite within eps of this point (a domain edge?); narrow `domain`")
+    return (f"{side} {number(value)} at {where}; {other} {number(other_value)} ({count} of {block.numel()} "
+            f"{side} elements of this block are not finite){hint}")
+
+
+def _located(fn, inputs, options: dict) -> str | None:
+    """:func:`_locate` on the real view of ``fn``, saying how a complex element's index reads."""
+    real_fn, real_inputs = realified(fn, inputs)
+    found = _locate(real_fn, real_inputs, options["eps"], options["atol"], options["rtol"])
+    if found and real_fn is not fn:
+        found += " (complex tensors seen as real views: a last index 0 is the real part, 1 the imaginary part)"
+    return found
+
+
+def _conjugated(fn, inputs, eps, atol, rtol) -> str | None:
+    """For a complex input whose gradient is the conjugate of the finite-difference one (and not that one): a
+    message naming PyTorch's convention. Compared as one vector-Jacobian product with random cotangents, the
+    numeric side being dL/da + i·dL/db for the real loss L = Re<cotangents, outputs> of z = a + ib."""
+    if not any(x.is_complex() for x in inputs):
+        return None
+    xs = [x.detach().requires_grad_() for x in inputs]
+    outs = _outputs_live(fn, xs)
+    cots = grad_outputs(outs, 0)
+    analytic = filled(torch.autograd.grad(outs, xs, cots, allow_unused=True), xs)
+    loss = lambda *ys: sum(float((c.conj() * o).real.sum()) for o, c in zip(outputs_without_graph(fn, ys), cots))
+    for i, (x, got) in enumerate(zip(inputs, analytic)):
+        if not x.is_complex():
+            continue
+        numeric = _wirtinger(loss, [y.detach() for y in inputs], i, eps)
+        close = lambda a: bool(((got - a).abs() <= atol + rtol * a.abs()).all())
+        if not close(numeric) and close(numeric.conj()):
+            return (f"the gradient with respect to input {i} looks conjugated: it equals the conjugate of the "
+                    f"finite-difference gradient (max |analytic - numeric| = {float((got - numeric).abs().max()):.3g}, "
+                    f"max |analytic - conj(numeric)| = {float((got - numeric.conj()).abs().max()):.3g}); PyTorch's "
+                    "convention for complex inputs is the conjugate Wirtinger one, grad = g * conj(df/dz) for a "
+                    "holomorphic f (for a real loss L of z = a + ib, grad = dL/da + i·dL/db): return the conjugate "
+                    "of what backward returns now (for |z|^2, 2 * g * z, not 2 * g * z.conj())")
+    return None
+
+
+def _outputs_live(fn, xs) -> list:
+    """The outputs of ``fn(*xs)`` that carry a gradient."""
+    found = fn(*xs)
+    return [o for o in (found if isinstance(found, tuple) else (found,)) if o.requires_grad]
+
+
+def _wirtinger(loss, base, i: int, eps: float):
+    """dL/da + i·dL/db for each element of input ``i`` (a = real part, b = imaginary part), by central differences."""
+    x = base[i]
+    result = torch.zeros(x.numel(), dtype=torch.complex128)
+    for k in range(x.numel()):
+        for unit in (1.0, 1j):  # a step along the real part gives dL/da, along the imaginary part i·dL/db
+            plus, minus = ([y.clone() for y in base] for _ in range(2))
+            plus[i].view(-1)[k] += eps * unit
+            minus[i].view(-1)[k] -= eps * unit
+            result[k] += unit * (loss(*plus) - loss(*minus)) / (2 * eps)
+    return result.reshape(x.shape).to(x.device)
+
+
+def _output_shapes(fn, inputs):
+    with torch.no_grad():
+        out = fn(*[x.detach() for x in inputs])
+    return [o.shape for o in (out if isinstance(out, tuple) else (out,))]
+
+
+def _unravel(flat: int, shape) -> tuple:
+    if not shape:
+        return ()
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(shape)))
+
+
+def _analytic(fn, inputs) -> dict:
+    xs = [x.detach().requires_grad_() for x in inputs]
+    out = fn(*xs)
+    outputs = list(out) if isinstance(out, tuple) else [out]
+    result = {}
+    for o, y in enumerate(outputs):
+        rows = [[torch.zeros(x.numel(), dtype=torch.float64) for x in xs] for _ in range(y.numel())]
+        for r in range(y.numel()):
+            seed = torch.zeros(y.numel(), dtype=y.dtype).index_fill_(0, torch.tensor(r), 1.0).view_as(y)
+            if not y.requires_grad:
+                continue
+            grads = torch.autograd.grad(y, xs, seed, retain_graph=True, allow_unused=True)
+            for i, g in enumerate(grads):
+                if g is not None:
+                    rows[r][i] = wide(g.detach()).reshape(-1)
+        for i, x in enumerate(xs):
+            result[(o, i)] = torch.stack([row[i] for row in rows]) if rows else torch.zeros(0, x.numel())
+    return result
+
+
+def _numeric(fn, inputs, eps) -> dict:
+    result = {}
+    base = [x.detach().clone() for x in inputs]
+    for i, x in enumerate(base):
+        columns = []
+        for k in range(x.numel()):
+            plus, minus = _shifted(fn, base, i, k, eps), _shifted(fn, base, i, k, -eps)
+            columns.append([((p - m) / (2 * eps)).double().reshape(-1) for p, m in zip(plus, minus)])
+        for o in range(len(_shifted(fn, base, i, None, 0.0))):
+            result[(o, i)] = torch.stack([c[o] for c in columns], dim=1) if columns else torch.zeros(0, 0)
+    return result
+
+
+def _shifted(fn, base, i, k, delta):
+    xs = [x.clone() for x in base]
+    if k is not None:
+        xs[i].view(-1)[k] += delta
+    with torch.no_grad():
+        out = fn(*xs)
+    return [o for o in (out if isinstance(out, tuple) else (out,))]
+
+
+# -- kind model: micro-batches ---------------------------------------------------------------------------------
+
+def micro_batches(batch, parts: int) -> list:
+    """``(inputs, targets)`` split into ``parts`` micro-batches along dim 0 (anything not a tensor repeated)."""
+    inputs, targets = batch
+    split_inputs = [x.chunk(parts) if isinstance(x, torch.Tensor) else [x] * parts for x in inputs]
+    split_targets = targets.chunk(parts) if isinstance(targets, torch.Tensor) else [targets] * parts
+    return [(tuple(s[i] for s in split_inputs), split_targets[i]) for i in range(parts)]
 
 
 # -- low precision: the largest value a computation passes through ------------------------------------------------
@@ -453,7 +748,6 @@ def ran(f, args, seed: int):
 
 
 #: What a gradient check says of a target that returned nothing differentiable.
-NOTHING_DIFFERENTIABLE = "returned no differentiable output: nothing carries a gradient back"
 
 
 def differentiated(fn, args, inputs, seed: int, create_graph: bool = False):
@@ -465,24 +759,6 @@ def differentiated(fn, args, inputs, seed: int, create_graph: bool = False):
     grads = torch.autograd.grad(outputs, inputs, grad_outputs(outputs, seed), allow_unused=True,
                                 create_graph=create_graph)
     return outputs, filled(grads, inputs)
-
-
-def first_line(exc) -> str:
-    """The first line of an exception's message, or "(no message)" (``audit.errors`` keeps its own: it imports no
-    torch)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else "(no message)"
-
-
-def torch_sentence(exc) -> str:
-    """The first line of a torch error as a clause to embed: whitespace collapsed, sentences torch glued
-    together ("gradient.The tolerance") parted, and trailing punctuation dropped (torch ends
-    "Jacobian mismatch for output 0 with respect to input 0," before its matrices)."""
-    import re
-
-    lines = str(exc).strip().splitlines()
-    first = " ".join(lines[0].split()) if lines else type(exc).__name__
-    return re.sub(r"(?<=[a-z])\.(?=[A-Z])", ". ", first).rstrip(" ,;:.")
 
 
 def measured_noise(compute, args):

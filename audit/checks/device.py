@@ -7,7 +7,7 @@ import torch
 from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit import NOTHING_DIFFERENTIABLE, differentiated, grad_inputs, mismatches
+from audit.kit import NO_GRADIENT_OUTPUT, differentiated, grad_inputs, mismatches
 
 
 def on_device(fn, ref, args, *, seed, tol, device) -> list:
@@ -15,7 +15,7 @@ def on_device(fn, ref, args, *, seed, tol, device) -> list:
     replay script's ``device`` is the cell's device)."""
     found = differentiated(fn, args, grad_inputs(args), seed)
     if found is None:
-        return [NOTHING_DIFFERENTIABLE]
+        return [NO_GRADIENT_OUTPUT]
     outputs, grads = found
     for label, tensors in (("output", outputs), ("gradient of input", grads)):
         for i, t in enumerate(tensors):

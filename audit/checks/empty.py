@@ -2,40 +2,28 @@
 
 from __future__ import annotations
 
+import torch
+
+from audit.checks import replayable
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation, tolerance_values
-from audit.toolkit.tensors import differentiable, grad_inputs, grad_outputs, outputs_of
+from audit.kit import differentiable, grad_inputs, grad_outputs, outputs_of
+
+
+def empty(fn, ref, args, *, seed) -> list:
+    """Forward, then backward with cotangents drawn from ``seed``, on a case with an empty tensor: each gradient
+    has its input's shape. A target that raises fails too (the exception is the failure)."""
+    outputs = differentiable(outputs_of(fn(*args)))
+    inputs = grad_inputs(args)
+    if not outputs or not inputs:
+        return []
+    grads = torch.autograd.grad(outputs, inputs, grad_outputs(outputs, seed), allow_unused=True)
+    return [f"gradient of input {i} has shape {list(g.shape)}, expected {list(x.shape)}"
+            for i, (g, x) in enumerate(zip(grads, inputs)) if g is not None and g.shape != x.shape]
 
 
 def run(subject, case) -> None:
-    """Forward, then backward with random cotangents; gradient shapes match the inputs."""
-    import torch
-
-    args = subject.args(case)
-    outputs = differentiable(outputs_of(subject.call(args)))
-    inputs = grad_inputs(args)
-    if not outputs or not inputs:
-        return
-    grads = torch.autograd.grad(outputs, inputs, grad_outputs(outputs, subject.seed), allow_unused=True)
-    for i, (g, x) in enumerate(zip(grads, inputs)):
-        if g is not None and g.shape != x.shape:
-            raise Violation(f"gradient of input {i} has shape {list(g.shape)}, expected {list(x.shape)}")
+    """:func:`empty`."""
+    replayable.hold(CHECK, subject, case)
 
 
-CHECK = declared(
-    "empty",
-    run=run,
-    script="""\
-# The audit's property: forward, then backward with the cell's cotangents, on empty tensors; each gradient has
-# its input's shape. A target that raises (here or in backward) fails it too: the traceback, exit code 1.
-diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
-failed = False
-for i, (g, x) in enumerate(zip(vjp(tensors_of(audited(*args)), args), diff)):
-    if g.shape != x.shape:
-        print(f"gradient of input {i} has shape {list(g.shape)}, expected {list(x.shape)}")
-        failed = True
-print("fails" if failed else "holds: forward and backward run on the empty case, each gradient of its input's shape")
-sys.exit(1 if failed else 0)
-""",
-    script_values=tolerance_values,
-)
+CHECK = declared("empty", run=run, replay=empty)

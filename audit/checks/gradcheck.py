@@ -3,97 +3,144 @@
 from __future__ import annotations
 
 import torch
-from torch.autograd.gradcheck import GradcheckError
 
-from audit.checks import reference, smoothness
+from audit.checks import reference, replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.inputs.sparse import sparse_gradient_problem
-from audit.toolkit.jacobian import explain_gradcheck_failure, gradcheck_options, gradcheck_values, wrap
-from audit.toolkit.tensors import compare_all, dense, floating, grad_inputs, outputs_of, vjp, wide
+from audit.kit import (GradcheckError, defined_only, dense, detached, explain_gradcheck_failure, floating, fresh,
+                       grad_inputs, gradients, guarded, mismatches, module_of, outputs_of, sparse_gradient_problems,
+                       wide, wrapped)
+from audit.toolkit.jacobian import gradcheck_options, gradcheck_values, wrap
+
+#: The check the reference stage's failures and notes are told as.
+AGAINST = "gradcheck (against the reference)"
+
+
+def gradcheck(fn, ref, args, *, seed, tol, options, parameter_options=None, observe=None) -> list:
+    """torch's gradcheck of the target with the audit's ``options`` for the cell (slow mode on small inputs), a
+    sparse input's gradient first held to its layout and pattern; for a module, with respect to its parameters
+    too (``parameter_options``); then, with a reference, the gradient against the reference's within ``tol``
+    (where the reference's is NaN or inf and the target's finite, gradcheck has judged it; ``observe`` is told)."""
+    return (inputs_requiring_grad(fn, ref, args) or sparse_gradients(fn, ref, args, seed=seed, options=options)
+            or finite_differences(fn, ref, args, options=options)
+            or parameter_differences(fn, ref, args, seed=seed, parameter_options=parameter_options)
+            or against_reference(fn, ref, args, seed=seed, tol=tol, observe=observe))
+
+
+def inputs_requiring_grad(fn, ref, args) -> list:
+    """A line when no input requires a gradient: there is nothing to check."""
+    if grad_inputs(args):
+        return []
+    return ["no input requires a gradient: mark one tensor input requires_grad: true"]
+
+
+def sparse_gradients(fn, ref, args, *, seed, options) -> list:
+    """With a sparse input (``options["masked"]``): each sparse input's gradient has its layout and no value
+    outside its pattern (masked gradcheck alone would accept a dense gradient in fast mode, and autograd accepts
+    it anywhere)."""
+    if not options.get("masked"):
+        return []
+    return sparse_gradient_problems(args, gradients(outputs_of(fn(*args)), args, seed))
+
+
+def finite_differences(fn, ref, args, *, options) -> list:
+    """torch's gradcheck with ``options``, its failure located and sized (:func:`explain_gradcheck_failure`)."""
+    inputs = grad_inputs(args)
+    of_inputs = wrapped(fn, args)
+    try:
+        torch.autograd.gradcheck(of_inputs, inputs, **options)
+    except GradcheckError as exc:
+        return [explain_gradcheck_failure(of_inputs, inputs, exc, options)]
+    return []
+
+
+def parameter_differences(fn, ref, args, *, seed, parameter_options=None) -> list:
+    """For a module target, torch's gradcheck with respect to its parameters (``parameter_options``: sized for
+    them), the inputs fixed and torch's generator reset to ``seed`` at each call; the message names the parameter."""
+    module = module_of(fn)
+    names = [name for name, p in module.named_parameters() if p.requires_grad] if module is not None else []
+    if not names or parameter_options is None:
+        return []
+    values = [module.get_parameter(name).detach().clone().requires_grad_() for name in names]
+    fixed = tuple(detached(args))
+
+    def by_parameters(*params):
+        kept = [o for o in outputs_of(torch.func.functional_call(module, dict(zip(names, params)), fixed))
+                if floating(o)]
+        return tuple(kept) if len(kept) != 1 else kept[0]
+
+    call = guarded(by_parameters, (), seed)
+    try:
+        torch.autograd.gradcheck(call, values, **parameter_options)
+    except GradcheckError as exc:
+        message = explain_gradcheck_failure(call, values, exc, parameter_options)
+        for i, name in enumerate(names):
+            message = message.replace(f"with respect to input {i}:", f"with respect to parameter {name!r}:")
+        return [f"parameters: {message}"]
+    return []
+
+
+def against_reference(fn, ref, args, *, seed, tol, observe=None) -> list:
+    """With a reference, the target's gradient (cotangents drawn from ``seed``) against the reference's within
+    ``tol``, where the reference's is defined (elsewhere gradcheck, which held, has judged the target's)."""
+    if ref is None:
+        return []
+    got, expected = reference_gradients(fn, ref, args, seed)
+    expected = defined_only(got, expected, observe, "gradient of input")
+    return [f"{line} against the reference's autograd gradient (vjp with random cotangents); a backward computed "
+            "in lower precision than its input passes finite differences but not this"
+            for line in mismatches("gradient of input", got, expected, tol)]
+
+
+def reference_gradients(fn, ref, args, seed: int):
+    """The target's and the reference's gradients of <outputs, cotangents drawn from ``seed``>, each on its own
+    leaves with the values of ``args``."""
+    theirs = fresh(args)
+    return (gradients(outputs_of(fn(*args)), args, seed),
+            gradients(outputs_of(ref(*theirs)), theirs, seed))
 
 
 def run(subject, case) -> None:
-    """torch's gradcheck (slow mode on small inputs), then the gradient against the reference's."""
+    """:func:`gradcheck` stage by stage, each failure excused on its own terms: finite differences where the target
+    has no derivative; the reference's gradient where it is itself off finite differences, or where the target
+    has no derivative along the differing columns."""
+    for stage in (inputs_requiring_grad, sparse_gradients):
+        _hold(replayable.stage(CHECK, stage, subject, case))
     args = subject.args(case)
-    inputs = grad_inputs(args)
-    if not inputs:
-        raise Violation("no input requires a gradient: mark one tensor input requires_grad: true")
-    fn = wrap(subject, args)
-    options = gradcheck_options(subject, inputs)
-    if options.get("masked"):
-        _sparse_layouts(subject, case)
-    try:
-        torch.autograd.gradcheck(fn, inputs, **options)
-    except GradcheckError as exc:
-        if smoothness.excused(subject, "gradcheck", case, fn, inputs, options["eps"]):
-            return
-        raise Violation(explain_gradcheck_failure(fn, inputs, exc, options)) from None
-    if subject.entry.kind == "module":
-        _parameters(subject, args)
-    if subject.target.reference is not None and subject.reference_draws_alike(case):
-        _against_reference(subject, case, fn, inputs, options["eps"])
-
-
-def _parameters(subject, args) -> None:
-    """A module's gradients with respect to its parameters, against finite differences too."""
-    module = subject.target.fn.module(getattr(torch, subject.dtype), subject.device)
-    names = [name for name, p in module.named_parameters() if p.requires_grad]
-    if not names:
+    fn, inputs = wrap(subject, args), grad_inputs(args)
+    eps = gradcheck_options(subject, inputs)["eps"]
+    found = replayable.stage(CHECK, finite_differences, subject, case)
+    if found and smoothness.excused(subject, "gradcheck", case, fn, inputs, eps):
         return
-    values = [module.get_parameter(n).detach().clone().requires_grad_() for n in names]
-    fixed = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
-
-    def fn(*params):
-        with subject.stream():
-            found = outputs_of(torch.func.functional_call(module, dict(zip(names, params)), tuple(fixed)))
-        kept = [o for o in found if floating(o)]
-        return tuple(kept) if len(kept) != 1 else kept[0]
-
-    options = gradcheck_options(subject, values)
-    try:
-        torch.autograd.gradcheck(fn, values, **options)
-    except GradcheckError as exc:
-        message = explain_gradcheck_failure(fn, values, exc, options)
-        for i, name in enumerate(names):
-            message = message.replace(f"with respect to input {i}:", f"with respect to parameter {name!r}:")
-        raise Violation(f"parameters: {message}") from None
+    _hold(found)
+    _hold(replayable.stage(CHECK, parameter_differences, subject, case))
+    observe = replayable.observer(subject, case, AGAINST,
+                                  "the target's gradient judged by finite differences (gradcheck)")
+    with reference.blamed_if_it_raises(subject, lambda: subject.args(case)):
+        found = replayable.stage(CHECK, against_reference, subject, case, observe=observe)
+    if found and _reference_excused(subject, case, fn, inputs, eps):
+        return
+    _hold(found)
 
 
-def _sparse_layouts(subject, case) -> None:
-    """Each sparse input's gradient has its layout and no value outside its pattern (masked gradcheck alone
-    would accept a dense gradient in fast mode, and autograd accepts it anywhere)."""
+def _hold(found: list) -> None:
+    """A :class:`Violation` with the first of ``found``, if any."""
+    if found:
+        raise Violation(found[0])
+
+
+def _reference_excused(subject, case, fn, inputs, eps: float) -> bool:
+    """Whether a difference from the reference's gradient says nothing: the reference's own gradient is off
+    finite differences here, or the target has no derivative along the columns that differ."""
+    if reference.unreliable(subject, case, AGAINST, subject.args(case)):
+        return True
     args = subject.args(case)
-    inputs = grad_inputs(args)
-    _, grads = vjp(subject.evaluate, args, inputs, subject.seed)
-    for i, (x, g) in enumerate(zip(inputs, grads)):
-        problem = sparse_gradient_problem(i, x, g)
-        if problem:
-            raise Violation(problem)
-
-
-def _against_reference(subject, case, fn, inputs, eps: float) -> None:
-    seed = subject.seed
-    args = subject.args(case)
-    ref_args = subject.args(case)
-    _, grads = vjp(subject.evaluate, args, grad_inputs(args), seed)
-    with reference.blamed():
-        _, expected = vjp(subject.evaluate_reference, ref_args, grad_inputs(ref_args), seed)
-    # where the reference's gradient is undefined, gradcheck (which held) has judged the target's
-    expected = reference.gradients_defined(subject, case, "gradcheck (against the reference)", fn, inputs, grads,
-                                           expected, judged=True)
-    tolerance = subject.tolerance(tight=True)
-    try:
-        compare_all("gradient of input", grads, expected, tolerance)
-    except Violation as exc:
-        if reference.unreliable(subject, case, "gradcheck (against the reference)", subject.args(case)):
-            return
-        columns = [(i, c) for i, (g, e) in enumerate(zip(grads, expected)) for c in _differing(g, e, tolerance)]
-        if smoothness.excused(subject, "gradcheck (against the reference)", case, fn, inputs, eps, columns):
-            return
-        raise Violation(f"{exc} against the reference's autograd gradient (vjp with random "
-                        "cotangents); a backward computed in lower precision than its input "
-                        "passes finite differences but not this") from None
+    got, expected = reference_gradients(subject.evaluate, replayable.compared_reference(subject, case), args,
+                                        subject.seed)
+    expected = defined_only(got, expected)
+    tol = subject.tolerance(tight=True)
+    columns = [(i, c) for i, (g, e) in enumerate(zip(got, expected)) for c in _differing(g, e, tol)]
+    return smoothness.excused(subject, AGAINST, case, fn, inputs, eps, columns)
 
 
 def _differing(got: torch.Tensor, expected: torch.Tensor, tol) -> list[int]:
@@ -104,53 +151,14 @@ def _differing(got: torch.Tensor, expected: torch.Tensor, tol) -> list[int]:
     return torch.nonzero(~close.reshape(-1)).reshape(-1).tolist()
 
 
-CHECK = declared(
-    "gradcheck",
-    run=run,
-    script="""\
-from torch.autograd.gradcheck import GradcheckError
-diff = [a for a in args if torch.is_tensor(a) and a.requires_grad]
-def f(*xs):
-    it = iter(xs)
-    out = fn(*[next(it) if torch.is_tensor(a) and a.requires_grad else a for a in args])
-    outs = [o.to_dense() if o.layout != torch.strided else o for o in tensors_of(out)]  # gradcheck: dense outputs
-    outs = [o for o in outs if o.is_floating_point()]
-    return tuple(outs) if len(outs) != 1 else outs[0]
-failed = False
-if options.get("masked"):  # a sparse input: its gradient has its layout and no value outside its pattern
-    _, found = grads(fn, args)
-    for i, (x, g) in enumerate(zip(diff, found)):
-        problem = sparse_gradient_problem(i, x, g)
-        if problem:
-            print(problem)
-            failed = True
-try:  # the audit's options: eps, tolerances and fast mode (masked for a sparse input) for this dtype and size
-    if not failed:
-        torch.autograd.gradcheck(f, diff, **options)
-except GradcheckError as exc:
-    print("gradcheck:", exc)
-    failed = True
-if isinstance(fn, torch.nn.Module):  # and with respect to the module's parameters
-    names = [n for n, p in fn.named_parameters() if p.requires_grad]
-    fixed = tuple(a.detach() if torch.is_tensor(a) else a for a in args)
-    def by_parameters(*ps):
-        found = torch.func.functional_call(fn, dict(zip(names, ps)), fixed)
-        found = [o for o in (found if isinstance(found, (tuple, list)) else (found,)) if floating(o)]
-        return tuple(found) if len(found) != 1 else found[0]
-    params = [fn.get_parameter(n).detach().clone().requires_grad_() for n in names]
-    try:
-        torch.autograd.gradcheck(by_parameters, params, **options)
-    except GradcheckError as exc:
-        print("gradcheck of the parameters", names, ":", exc)
-        failed = True
-if ref is not None and not failed:  # the gradient against the reference's, with the cell's cotangents
-    _, got = grads(fn, args)
-    _, expected = grads(ref, [a.detach().clone().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a
-                              for a in args])
-    expected = defined_only(got, expected)  # the reference undefined: gradcheck (which held) judged the target
-    failed = differs("gradient of input", got, expected)
-print("FAILS" if failed else "holds")
-sys.exit(1 if failed else 0)
-""",
-    script_values=gradcheck_values,
-)
+def _values(subject, case) -> dict:
+    """:func:`gradcheck_values`; for a module, its parameters' options too (fast mode and atol sized for them)."""
+    found = gradcheck_values(subject, case)
+    module = replayable.target(subject).module
+    params = [p for p in module.parameters() if p.requires_grad] if module is not None else []
+    return {**found, "parameter_options": gradcheck_options(subject, params)} if params else found
+
+
+CHECK = declared("gradcheck", run=run, replay=gradcheck, script_values=_values,
+                 replay_helpers=(inputs_requiring_grad, sparse_gradients, finite_differences, parameter_differences,
+                                 against_reference, reference_gradients))

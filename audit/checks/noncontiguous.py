@@ -4,77 +4,55 @@ from __future__ import annotations
 
 import torch
 
+from audit.checks import replayable
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation, tolerance_values
-from audit.errors import first_line
-from audit.runtime.subject import laid_out
-from audit.toolkit import noise
-from audit.toolkit.tensors import compare_all, differentiable, filled, grad_inputs, grad_outputs, outputs_of, vjp
+from audit.checks.interface import tolerance_values
+from audit.kit import first_line, grads, mismatches, noisy_mismatches, once, spread
+
+
+def noncontiguous(fn, ref, args, *, seed, tol, layouts) -> list:
+    """The outputs and gradients (cotangents drawn from ``seed``) of ``args``, laid out as drawn (``layouts`` says
+    how), against those of contiguous copies, within ``tol`` plus the contiguous run's own rounding noise; then
+    transposed, strided and expanded (stride 0) cotangents against dense ones."""
+    contiguous = [a.detach().clone(memory_format=torch.contiguous_format).requires_grad_(a.requires_grad)
+                  if isinstance(a, torch.Tensor) else a for a in args]  # new row-major storage, no offset
+    expected, expected_grads = grads(fn, contiguous, seed)
+    outputs, found = grads(fn, args, seed)
+    measured = once(lambda: spread(lambda xs: list(grads(fn, xs, seed)), contiguous))
+    problems = (noisy_mismatches("output", outputs, expected, tol, lambda: measured()[0])
+                or noisy_mismatches("gradient of input", found, expected_grads, tol, lambda: measured()[1]))
+    if problems:
+        return [f"{line} with non-contiguous inputs ({layouts}) vs contiguous ones" for line in problems]
+    for layout in ("transposed", "strided", "expanded"):
+        problems = cotangent_layout(fn, contiguous, seed, tol, layout)
+        if problems:
+            return problems
+    return []
+
+
+def cotangent_layout(fn, args, seed: int, tol, layout: str) -> list:
+    """The gradients with cotangents laid out as ``layout`` (:func:`cotangents_laid_out`) against those with the
+    same values dense, within ``tol``; a backward that raises with them fails too."""
+    _, expected = grads(fn, args, seed, "expanded values" if layout == "expanded" else None)
+    try:
+        _, got = grads(fn, args, seed, layout)
+    except RuntimeError as exc:
+        return [f"backward raised with {layout} grad_outputs: {first_line(exc)}"]
+    return [f"{line} with {layout} grad_outputs vs contiguous ones (a backward that assumes a dense gradient layout)"
+            for line in mismatches("gradient of input", got, expected, tol)]
 
 
 def run(subject, case) -> None:
-    """Drawn layouts for every input; then transposed, strided and expanded grad_outputs."""
-    dense = subject.contiguous_args(case)
-    expected, expected_grads = vjp(subject.evaluate, dense, grad_inputs(dense), subject.seed)
-    args = subject.args(case)
-    layouts = ", ".join(f"input {i} {case.layout(i)}" for i, a in enumerate(args) if isinstance(a, torch.Tensor))
-    outputs, grads = vjp(subject.evaluate, args, grad_inputs(args), subject.seed)
-    measured = noise.noise(lambda xs: list(vjp(subject.evaluate, xs, grad_inputs(xs), subject.seed)), dense)
-    try:
-        noise.compare_within_noise("output", outputs, expected, subject.tolerance(), lambda: measured()[0])
-        noise.compare_within_noise("gradient of input", grads, expected_grads, subject.tolerance(),
-                                   lambda: measured()[1])
-    except Violation as exc:
-        raise Violation(f"{exc} with non-contiguous inputs ({layouts}) vs contiguous ones") from None
-    for layout in ("transposed", "strided", "expanded"):
-        _grad_output_layout(subject, case, layout)
+    """:func:`noncontiguous`."""
+    replayable.hold(CHECK, subject, case)
 
 
-def _grad_output_layout(subject, case, layout: str) -> None:
-    args = subject.contiguous_args(case)
-    inputs = grad_inputs(args)
-    outputs = differentiable(outputs_of(subject.evaluate(*args)))
-    dense = grad_outputs(outputs, subject.seed)
-    if layout == "expanded":  # stride 0: one value broadcast, as after a sum or a mean
-        dense = [g.reshape(-1)[:1].expand(g.shape) if g.numel() and g.dim() else g for g in dense]  # 0-d: no strides
-        given = dense
-        dense = [g.contiguous() for g in dense]
-    else:
-        given = [_copy(g, layout) for g in dense]
-    expected = torch.autograd.grad(outputs, inputs, dense, retain_graph=True, allow_unused=True)
-    try:
-        got = torch.autograd.grad(outputs, inputs, given, allow_unused=True)
-    except RuntimeError as exc:
-        raise Violation(f"backward raised with {layout} grad_outputs: {first_line(exc)}") from None
-    try:
-        compare_all("gradient of input", filled(got, inputs), filled(expected, inputs), subject.tolerance())
-    except Violation as exc:
-        raise Violation(f"{exc} with {layout} grad_outputs vs contiguous ones (a backward that assumes a "
-                        "dense gradient layout)") from None
+def _values(subject, case) -> dict:
+    """The entry's tolerance, and each tensor input's drawn layout in words."""
+    layouts = ", ".join(f"input {i} {case.layout(i)}" for i, a in enumerate(subject.args(case))
+                        if isinstance(a, torch.Tensor))
+    return {**tolerance_values(subject, case), "layouts": layouts}
 
 
-def _copy(g: torch.Tensor, layout: str) -> torch.Tensor:
-    out = laid_out(g.shape, g.dtype, g.device, layout if g.dim() >= (2 if layout == "transposed" else 1) else "offset")
-    return out.copy_(g)
-
-
-CHECK = declared(
-    "noncontiguous",
-    run=run,
-    script="""\
-dense = [a.detach().clone(memory_format=torch.contiguous_format).requires_grad_(a.requires_grad)
-         if torch.is_tensor(a) else a for a in args]  # fresh row-major storage, no offset
-outs, gs = grads(fn, args)
-dense_outs, dense_gs = grads(fn, dense)
-# within the contiguous run's own rounding noise, measured as the audit does (FACTOR times its spread on atol)
-noise = spread(lambda xs: list(grads(fn, xs)), dense)
-failed = differs("output (non-contiguous inputs)", outs, dense_outs, atol + FACTOR * noise[0])
-failed |= differs("gradient (non-contiguous inputs)", gs, dense_gs, atol + FACTOR * noise[1])
-for layout in ("transposed", "strided"):
-    failed |= differs(f"gradient ({layout} grad_outputs)", grads(fn, dense, layout)[1], dense_gs)
-failed |= differs("gradient (expanded grad_outputs)", grads(fn, dense, "expanded")[1],
-                  grads(fn, dense, "expanded values")[1])
-sys.exit(1 if failed else 0)
-""",
-    script_values=tolerance_values,  # the script compares at the check's tolerance
-)
+CHECK = declared("noncontiguous", run=run, replay=noncontiguous, replay_helpers=(cotangent_layout,),
+                 script_values=_values)

@@ -14,13 +14,12 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import torch
-from torch.autograd.gradcheck import GradcheckError
 
 from audit.checks import smoothness
 from audit.errors import first_line
 from audit.frames import user_site
-from audit.kit import defined_only, undefined_where
-from audit.toolkit.jacobian import explain_gradcheck_failure, gradcheck_options, wrap
+from audit.kit import defined_only, gradients, judged_by_differences, outputs_of, undefined_where
+from audit.toolkit.jacobian import gradcheck_options, wrap
 from audit.toolkit.tensors import dense, grad_inputs, wide
 from audit.toolkit.violation import Violation
 
@@ -45,6 +44,20 @@ def blamed():
 
 
 _ADVICE = " (the entry's `reference`, not the target: fix the reference, or narrow `domain`)"
+
+
+@contextmanager
+def blamed_if_it_raises(subject, args_of):
+    """An exception raised inside (by a property that differentiates the reference as well as the target: autograd
+    runs both backwards outside either's call) named as the reference's (:func:`blamed`) when the reference's own
+    forward and backward, cotangents drawn from the cell's seed, raise on ``args_of()`` too; else it stands."""
+    try:
+        yield
+    except Exception:
+        args = args_of()
+        with blamed():
+            gradients(outputs_of(subject.evaluate_reference(*args)), args, subject.seed)
+        raise
 
 
 def outputs_defined(subject, case, check: str, outputs, expected) -> list[torch.Tensor]:
@@ -73,17 +86,12 @@ def gradients_defined(subject, case, check: str, fn, inputs, grads, expected, *,
 
 def judge_by_differences(subject, case, check: str, fn, inputs) -> None:
     """Torch's gradcheck on ``fn`` at ``inputs``, a failure excused only where ``fn`` has no derivative: a
-    :class:`Violation` naming the reference as undefined or unreliable here."""
+    :class:`Violation` naming the reference as undefined or unreliable here
+    (:func:`audit.kit.judged_by_differences`)."""
     options = gradcheck_options(subject, inputs)
-    try:
-        torch.autograd.gradcheck(fn, inputs, **options)
-    except GradcheckError as exc:
-        if smoothness.excused(subject, check, case, fn, inputs, options["eps"]):
-            return
-        raise Violation(f"{check}: the reference's gradient is undefined or unreliable here (NaN or inf where the "
-                        f"target's is finite, or itself off finite differences), so the target is judged by finite "
-                        f"differences, and they disagree at a smooth "
-                        f"point: {explain_gradcheck_failure(fn, inputs, exc, options)}") from None
+    found = judged_by_differences(check, fn, inputs, options)
+    if found and not smoothness.excused(subject, check, case, fn, inputs, options["eps"]):
+        raise Violation(found[0])
 
 
 def unreliable(subject, case, check: str, args) -> bool:

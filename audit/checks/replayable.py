@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from dataclasses import replace
 
 import torch
 
@@ -103,8 +104,24 @@ def problems(check, subject, case: Case, *, observe=None) -> list[str]:
         found["observe"] = observe
     if getattr(subject.entry.kind, "value", subject.entry.kind) == "model":
         return check.model_replay(subject.target.fn, None, None, **accepted(check.model_replay, found))
-    return check.replay(subject.evaluate, compared_reference(subject, case), subject.args(case),
+    return check.replay(target(subject), compared_reference(subject, case), subject.args(case),
                         **accepted(check.replay, found))
+
+
+def target(subject):
+    """The target as a property receives it: ``subject.evaluate``, with a module entry's module as ``.module``
+    (:func:`audit.kit.module_of`), as the replay script's :func:`audit.kit.guarded` target has it."""
+    def fn(*args):
+        return subject.evaluate(*args)
+
+    fn.module = subject.fn if getattr(subject.entry.kind, "value", subject.entry.kind) == "module" else None
+    return fn
+
+
+def stage(check, prop, subject, case: Case, *, observe=None) -> list[str]:
+    """:func:`problems` of ``prop``, one stage of the functions ``check.replay`` is composed of (same shape): for a
+    ``run`` that excuses each stage's failure on its own terms."""
+    return problems(replace(check, replay=prop), subject, case, observe=observe)
 
 
 def hold(check, subject, case: Case, *, observe=None) -> None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import torch
 
 from audit.contract import real_counterpart
-from audit.toolkit.jacobian import _EPS, _analytic, _numeric, _unravel, gradcheck_tolerance, realified
+from audit.kit import _analytic, _numeric, _unravel, realified
+from audit.toolkit.jacobian import _EPS, gradcheck_tolerance
 
 #: At most this many mismatching Jacobian columns are probed; past it the failure stands.
 MAX_PROBES = 64

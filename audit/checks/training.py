@@ -17,12 +17,12 @@ from audit import kit
 from audit.checks.interface import Violation
 from audit.kit import nonfinite
 
-__all__ = ["Model", "build", "chunks", "nonfinite", "origin", "sgd"]
+__all__ = ["Model", "build", "nonfinite", "origin", "sgd"]
 
 
 @dataclass
 class Model:
-    """A built model with its batch maker and loss, at one dtype and device."""
+    """A built model with its batch maker and loss, at one dtype and device (the replay kit's functions, bound)."""
 
     module: torch.nn.Module
     make_batch: object
@@ -55,14 +55,6 @@ def build(subject, seed: int = 0) -> Model:
 def sgd(model: Model, lr: float) -> None:
     """One plain SGD update."""
     kit.sgd(model.module, lr)
-
-
-def chunks(batch, parts: int):
-    """``(inputs, targets)`` split into ``parts`` micro-batches along dim 0."""
-    inputs, targets = batch
-    split_inputs = [x.chunk(parts) if isinstance(x, torch.Tensor) else [x] * parts for x in inputs]
-    split_targets = targets.chunk(parts) if isinstance(targets, torch.Tensor) else [targets] * parts
-    return [(tuple(s[i] for s in split_inputs), split_targets[i]) for i in range(parts)]
 
 
 def origin(model: Model, inputs, targets) -> str:

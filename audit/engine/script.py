@@ -48,7 +48,7 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines += ["", "", "# -- the replay kit (audit/kit.py): the helpers the audit's checks call ---", kit_source(), ""]
     prop = (check.model_replay if _kind(entry) == "model" else check.replay) or kit.called
     if prop is not kit.called:
-        lines += [f"# -- the property (the check {check.name!r}: {inspect.getmodule(prop).__name__}) ---",
+        lines += [f"# -- the property (the check {check.name!r}: {prop.__module__}) ---",
                   "\n\n".join(_source(f) for f in (*check.replay_helpers, prop))]
     lines += ["", "# -- the target ---", _target_line("target", entry.target, _kind(entry))]
     lines.append(_target_line("reference", entry.reference, "callable") if entry.reference else "reference = None")

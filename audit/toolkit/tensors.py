@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from audit.kit import (NOTHING_DIFFERENTIABLE, dense, detached, differentiable, differentiated, filled, floating,
+from audit.kit import (NO_GRADIENT_OUTPUT, dense, detached, differentiable, differentiated, filled, floating,
                        grad_inputs, grad_outputs, gradients, mismatch, mismatches, number, outputs_of, wide, widest,
                        within)
 from audit.registry.model import Tolerance
@@ -18,7 +18,7 @@ def vjp(fn, args, inputs, seed: int = 0, *, create_graph: bool = False):
     (:func:`audit.kit.differentiated`); a :class:`Violation` when no output is differentiable."""
     found = differentiated(fn, args, inputs, seed, create_graph)
     if found is None:
-        raise Violation(NOTHING_DIFFERENTIABLE)
+        raise Violation(NO_GRADIENT_OUTPUT)
     return found
 
 

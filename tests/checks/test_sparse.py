@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, seed, settings
 
 from audit.checks import builtin
-from audit.engine.script import _rendered, _sparse_helper
+from audit.engine.script import _rendered, kit_source
 from audit.inputs.case import Case, TensorArg
 from audit.inputs.strategies import patterns
 from audit.results.outcome import HELD, SKIPPED, VIOLATED
@@ -108,7 +108,7 @@ def test_a_replay_script_rebuilds_the_sparse_input_exactly(tmp_path):
     correct = _matmul(tmp_path, "SparseDenseMatmul", "sparse_csr")
     audited = Subject(correct, resolve(correct, ROOT), "float64", "cpu").args(case)[0]
     scope = {"torch": torch, "dtype": torch.float64, "device": "cpu"}
-    exec(_sparse_helper() + "\nargs = [\n" + "\n".join(_rendered(case, "float64")) + "\n]", scope)
+    exec(kit_source() + "\nargs = [\n" + "\n".join(_rendered(case, "float64")) + "\n]", scope)  # the kit: sparse_from
     rebuilt = scope["args"][0]
     assert rebuilt.layout == audited.layout == torch.sparse_csr and rebuilt.requires_grad
     for part in ("crow_indices", "col_indices", "values"):
