@@ -165,6 +165,8 @@ class Finding(str):
     """A property's message that also says what kind of failure it is, without where or by how much
     ("output 0", "gradient of input 1"): the audit shrinks a failure only into cases of the same kind."""
 
+    kind: str
+
     def __new__(cls, message: str, kind: str):
         found = super().__new__(cls, message)
         found.kind = kind
@@ -278,7 +280,7 @@ def library_folders() -> tuple:
     """Where the code that is not the user's lives: torch, the standard library (contextlib's folder) and this
     kit's own folder (the audit's package; in a replay script, the script's folder)."""
     files = (torch.__file__, sys.modules["contextlib"].__file__, library_folders.__code__.co_filename)
-    return tuple(_folder(path) for path in files)
+    return tuple(_folder(str(path)) for path in files)
 
 
 def user_site(exc: BaseException) -> str:
@@ -454,13 +456,18 @@ def _conjugated(fn, inputs, eps, atol, rtol) -> str | None:
     outs = _outputs_live(fn, xs)
     cots = grad_outputs(outs, 0)
     analytic = filled(torch.autograd.grad(outs, xs, cots, allow_unused=True), xs)
-    loss = lambda *ys: sum(float((c.conj() * o).real.sum()) for o, c in zip(outputs_without_graph(fn, ys), cots))
+
+    def loss(*ys):
+        return sum(float((c.conj() * o).real.sum()) for o, c in zip(outputs_without_graph(fn, ys), cots))
+
+    def close(got, a) -> bool:
+        return bool(((got - a).abs() <= atol + rtol * a.abs()).all())
+
     for i, (x, got) in enumerate(zip(inputs, analytic)):
         if not x.is_complex():
             continue
         numeric = _wirtinger(loss, [y.detach() for y in inputs], i, eps)
-        close = lambda a: bool(((got - a).abs() <= atol + rtol * a.abs()).all())
-        if not close(numeric) and close(numeric.conj()):
+        if not close(got, numeric) and close(got, numeric.conj()):
             return (f"the gradient with respect to input {i} looks conjugated: it equals the conjugate of the "
                     f"finite-difference gradient (max |analytic - numeric| = {float((got - numeric).abs().max()):.3g}, "
                     f"max |analytic - conj(numeric)| = {float((got - numeric.conj()).abs().max()):.3g}); PyTorch's "
@@ -540,7 +547,7 @@ def _shifted(fn, base, i, k, delta):
         xs[i].view(-1)[k] += delta
     with torch.no_grad():
         out = fn(*xs)
-    return [o for o in (out if isinstance(out, tuple) else (out,))]
+    return list(out if isinstance(out, tuple) else (out,))
 
 
 # -- kind model: micro-batches ---------------------------------------------------------------------------------
@@ -860,7 +867,9 @@ class Compiled:
             if hasattr(torch._dynamo.config, name):
                 setattr(torch._dynamo.config, name, max(RECOMPILE_LIMIT, getattr(torch._dynamo.config, name)))
         inner = torch._dynamo.lookup_backend(backend)
-        self.graphs, self.shapes, self.graphs_before = 0, [], []
+        self.graphs = 0
+        self.shapes: list = []
+        self.graphs_before: list = []
         self.recompiles = recompile_reasons()
 
         def counting(gm, example_inputs):
@@ -903,7 +912,7 @@ def recompile_reasons() -> list:
     out of the terminal's way; it stays empty on a torch without the recompiles log."""
     import logging
 
-    found = []
+    found: list = []
     try:
         torch._logging.set_logs(recompiles=True)
     except Exception:  # an older torch without the artifact: recompiles are counted, not explained
@@ -914,7 +923,7 @@ def recompile_reasons() -> list:
         found.append(guards[0] if guards else (record.getMessage().splitlines() or [""])[0])
 
     handler = logging.Handler()
-    handler.emit = emit
+    handler.emit = emit  # type: ignore[method-assign]  # a handler that only collects
     logger = logging.getLogger("torch._dynamo.guards.__recompiles")
     logger.propagate = False
     logger.handlers[:] = [handler]
@@ -1053,19 +1062,10 @@ class FirstNonFinite(TorchDispatchMode):
         return out
 
 
-def _library() -> tuple:
-    """Where code that is not the user's lives: torch, the standard library, and the audit (in a replay script,
-    the script itself)."""
-    import os
-
-    own = os.path.dirname(__file__) if __name__ == "audit.kit" else __file__
-    return tuple(os.path.dirname(m.__file__) for m in (torch, os)) + (own,)
-
-
 def _where() -> str:
     import inspect
 
-    library = _library()
+    library = library_folders()
     frames = [f for f in inspect.stack()[2:] if not f.filename.startswith(library)]
     if not frames:
         return ""
@@ -1088,7 +1088,7 @@ def _custom_function(frame) -> str | None:
 
 
 def _user_line(text: str) -> str:
-    library = _library()
+    library = library_folders()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("File ")]
     own = [ln for ln in lines if not ln.replace('File "', "").startswith(library)]
     return own[-1].replace('File "', "").replace('", line ', ":") if own else ""

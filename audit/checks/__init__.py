@@ -41,6 +41,8 @@ def local(folder: Path) -> dict[str, Check]:
         if path.name.startswith("_"):
             continue
         spec = importlib.util.spec_from_file_location(f"audit_local_checks.{path.stem}", path)
+        if spec is None or spec.loader is None:  # a .py file is always loadable: this never happens
+            continue
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         check = getattr(module, "CHECK", None)

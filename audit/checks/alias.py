@@ -224,12 +224,15 @@ def updated(passes: Passes, first: Pass, tol) -> str | None:
     except Exception:  # a graph that cannot run backward twice
         same_graph = False
     again = passes.run(passes.seed)
+    if again is None:  # differentiable the first time, not now: nothing to compare
+        return None
     next_call = same(again.outputs + again.grads, first.outputs + first.grads, tol)
     problem = after_update(passes, first, None, same_graph, next_call, tol)
     if problem is None:
         return None
     for n in range(len(first.grads)):
-        alone = after_update(passes, passes.run(passes.seed), n, same_graph, next_call, tol)
+        fresh_pass = passes.run(passes.seed)
+        alone = after_update(passes, fresh_pass, n, same_graph, next_call, tol) if fresh_pass else None
         if alone:
             return alone
     return problem
@@ -241,7 +244,7 @@ def after_update(passes: Passes, run: Pass, n, same_graph: bool, next_call: bool
     named = [(f"input {i}", a) for i, a in enumerate(run.leaves) if isinstance(a, torch.Tensor)]
     named += [(f"output {k}", o) for k, o in enumerate(run.outputs)]
     before, grads = copies([t for _, t in named]), copies(run.grads)
-    if not any([bump(g) for k, g in enumerate(run.grads) if n in (None, k)]):
+    if not any([bump(g) for k, g in enumerate(run.grads) if n in (None, k)]):  # noqa: C419 (bump each, not the first)
         return None
     said = ("an in-place update of the gradient of " + ("each input" if n is None else f"input {run.positions[n]}")
             + " (grad += 1, as accumulation or in-place clipping does)")
@@ -250,7 +253,8 @@ def after_update(passes: Passes, run: Pass, n, same_graph: bool, next_call: bool
         if change:
             return (f"after {said}, {label} changed: max |delta| = {change:.3g}; the gradient is {label}'s own "
                     "memory: return a new tensor (compute it out of place, or .clone())")
-    problem = difference(passes.run(passes.seed).grads, grads, run.positions, tol) if next_call else None
+    following = passes.run(passes.seed) if next_call else None
+    problem = difference(following.grads, grads, run.positions, tol) if following else None
     if problem:
         return (f"after {said}, the next call gives a different result: {problem}; backward returns memory kept "
                 "between calls (a cache or workspace): return a new tensor")

@@ -1,6 +1,7 @@
 """Every built-in check's declaration, apart from its code: the table ``audit list``, the plan and the
 reports read without importing torch. A check's module adds only its code (``run``, ``replay``, ``model_replay``,
-``replay_helpers``, ``script_values``) with :func:`declared`; its contract, claims, dtypes and drawing options live here.
+``replay_helpers``, ``script_values``) with :func:`declared`; its contract, claims, dtypes and drawing options live
+here.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ _DECLARATIONS = (
     Check(
         name="gradgradcheck",
         needs_gradient=True,
-        not_for_sparse="torch.autograd.gradgradcheck refuses the sparse first-order gradients it would differentiate (\"Sparse output is not supported at gradcheck yet\")",
+        not_for_sparse="torch.autograd.gradgradcheck refuses the sparse first-order gradients it would differentiate "
+                       "(\"Sparse output is not supported at gradcheck yet\")",
         run=_not_loaded,
         contract="the backward is itself differentiable and its gradient equals finite differences "
                  "(torch.autograd.gradgradcheck); claimed through supports.double_backward",
@@ -94,7 +96,8 @@ _DECLARATIONS = (
     Check(
         name="forward_ad",
         needs_gradient=True,
-        not_for_sparse="forward-mode AD carries no sparse tangents through a custom Function (torch: \"Cannot access storage of SparseTensorImpl\")",
+        not_for_sparse="forward-mode AD carries no sparse tangents through a custom Function (torch: \"Cannot access "
+                       "storage of SparseTensorImpl\")",
         run=_not_loaded,
         contract="the jvp (forward-mode AD) equals finite differences; claimed through supports.forward_ad",
         claimed=lambda entry: entry.supports.forward_ad,
@@ -161,7 +164,8 @@ _DECLARATIONS = (
     ),
     Check(
         name="alias",
-        not_for_sparse="it compares inputs' and outputs' strided storages and version counters, which sparse tensors do not expose",
+        not_for_sparse="it compares inputs' and outputs' strided storages and version counters, which sparse tensors "
+                       "do not expose",
         run=_not_loaded,
         contract="forward modifies only the inputs declared in mutates (values and version counters compared), "
                  "and those it must modify and mark dirty; an output shares storage with an input only if "
@@ -174,7 +178,8 @@ _DECLARATIONS = (
     Check(
         name="saved_tensors",
         needs_gradient=True,
-        not_for_sparse="its in-place write between forward and backward (mul_(2).add_(0.5)) is dense arithmetic a sparse tensor does not support",
+        not_for_sparse="its in-place write between forward and backward (mul_(2).add_(0.5)) is dense arithmetic a "
+                       "sparse tensor does not support",
         run=_not_loaded,
         contract="after forward, modifying any input or output in place either makes backward raise autograd's "
                  "'modified by an inplace operation' error or leaves the gradient unchanged; a silently "
@@ -200,7 +205,7 @@ _DECLARATIONS = (
                  "eager's outputs and gradients without crashing, and does not recompile on every new shape "
                  "(supports.compile: true; graph breaks are recorded in metrics); with supports.compile: "
                  "fullgraph it also traces as one graph (fullgraph=True), and a graph break fails",
-        claimed=lambda entry: entry.supports.compile,
+        claimed=lambda entry: bool(entry.supports.compile),  # true or "fullgraph"
         claim="supports.compile",
         kinds=OPERATOR_KINDS + ("model",),
         version=2,
@@ -304,11 +309,11 @@ _DECLARATIONS = (
     Check(
         name="statistics",
         run=_not_loaded,
-        contract="for a stochastic entry (supports.deterministic: false) with a reference sampler, on fixed inputs, the "
-                 f"target's outputs over {STATISTICS_DRAWS:,} independent draws of the random stream have the reference's "
-                 "distribution (per element: two-sample Kolmogorov-Smirnov and z-test of the means) and its "
-                 "gradients the reference's mean (an unbiased estimator); false-alarm probability at most 1e-3 a cell "
-                 "(Bonferroni over elements, tests, stages and examples); never compares draw by draw",
+        contract="for a stochastic entry (supports.deterministic: false) with a reference sampler, on fixed inputs, "
+                 f"the target's outputs over {STATISTICS_DRAWS:,} independent draws of the random stream have the "
+                 "reference's distribution (per element: two-sample Kolmogorov-Smirnov and z-test of the means) and "
+                 "its gradients the reference's mean (an unbiased estimator); false-alarm probability at most 1e-3 a "
+                 "cell (Bonferroni over elements, tests, stages and examples); never compares draw by draw",
         applies=_sampled,
         examples=STATISTICS_EXAMPLES,
         not_for_sparse="its tests compare dense outputs and gradients element by element; sparse inputs are not "
@@ -322,7 +327,8 @@ def _in_contract_order(checks) -> dict[str, Check]:
     list of the check names); a name declared here and not there, or there and not here, is the audit's bug."""
     by_name = {check.name: check for check in checks}
     if set(by_name) != set(CHECK_NAMES):
-        raise InternalError(f"checks declared in catalog.py {sorted(by_name)} are not the contract's {list(CHECK_NAMES)}")
+        raise InternalError(f"checks declared in catalog.py {sorted(by_name)} are not the contract's "
+                            f"{list(CHECK_NAMES)}")
     return {name: by_name[name] for name in CHECK_NAMES}
 
 
@@ -330,8 +336,8 @@ def _in_contract_order(checks) -> dict[str, Check]:
 CATALOG: dict[str, Check] = _in_contract_order(_DECLARATIONS)
 
 
-def declared(name: str, *, run, replay=None, model_replay=None, replay_helpers: tuple = (), script_values=None,
-             script="", model_script="") -> Check:  # TODO(issue 30): script, model_script go once every check replays
+def declared(name: str, *, run, replay=None, model_replay=None, replay_helpers: tuple = (),
+             script_values=None) -> Check:
     """The built-in check ``name``: its declaration here, with its code from its module."""
     return replace(CATALOG[name], run=run, replay=replay, model_replay=model_replay, replay_helpers=replay_helpers,
                    script_values=script_values)

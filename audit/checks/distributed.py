@@ -14,6 +14,7 @@ the ranks end with it.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import os
 import pickle
@@ -56,7 +57,7 @@ class Ranks:
         """``forked``: fork the ranks from this process (see :func:`prefork_ranks`) rather than start them."""
         self.folder = Path(tempfile.mkdtemp(prefix="audit-ddp-"))
         # Append mode: the ranks write at the end even after this process reads the tail.
-        self.logs = [open(self.folder / f"rank{rank}.log", "a+b") for rank in range(WORLD)]
+        self.logs = [open(self.folder / f"rank{rank}.log", "a+b") for rank in range(WORLD)]  # noqa: SIM115 (closed by close())
         self.forked = forked
         self.children = [self._start(rank, log, forked) for rank, log in enumerate(self.logs)]
         for child in self.children:  # the worker's own, across cells: not a cell's stray
@@ -102,7 +103,7 @@ class Ranks:
         return self._read_all(ANSWER_TIMEOUT, "answer")
 
     def _read_all(self, timeout: float, doing: str) -> list:
-        answers: dict[int, object] = {}
+        answers: dict = {}
         deadline = time.monotonic() + timeout
         while len(answers) < WORLD:
             waiting = {self.children[r].inbox: r for r in range(WORLD) if r not in answers}
@@ -114,7 +115,7 @@ class Ranks:
             for inbox in ready:
                 rank = waiting[inbox]
                 try:
-                    answers[rank] = inbox.recv()
+                    answers[rank] = self.children[rank].inbox.recv()
                 except (EOFError, OSError):
                     raise Violation(f"rank {rank} died (exit code {self.children[rank].process.wait()})"
                                     f"{self._log(rank)}") from None
@@ -137,10 +138,8 @@ class Ranks:
             child.outbox.close()
         deadline = time.monotonic() + 5
         for child in self.children:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 child.process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
             release(child.process.pid)
             end_group(child.process)  # and whatever the target started in it
             child.inbox.close()
@@ -231,7 +230,8 @@ def forked_ranks(fn, args: list, axes: dict, world: int, timeout: float = 120.0)
 
     os.environ.update(RANK_ENV)
     context = multiprocessing.get_context("fork")
-    answers, found = context.Queue(), {}
+    answers = context.Queue()
+    found: dict = {}
     with tempfile.TemporaryDirectory() as folder:
         ranks = [context.Process(target=one_rank, args=(fn, args, axes, rank, world, folder, answers))
                  for rank in range(world)]

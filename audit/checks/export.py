@@ -116,8 +116,8 @@ def run(subject, case) -> None:
     """Export once per cell (every stage), then each example: the loaded programs against eager. The stages of
     :func:`export`, the programs kept for the cell's examples."""
     if "programs" not in subject.state:
-        found = _script_values(subject, case)
-        subject.state["programs"] = exported_programs(subject.fn, subject.args(found["example"]), found["dynamic"],
+        values = _script_values(subject, case)
+        subject.state["programs"] = exported_programs(subject.fn, subject.args(values["example"]), values["dynamic"],
                                                       notes=subject.metrics)
     programs = subject.state["programs"]
     if isinstance(programs, str):
@@ -137,7 +137,8 @@ def traced_case(entry, case):
 def _script_values(subject, case) -> dict:
     """The comparison, the traced example and, per tensor input, {axis: [dim, min, max]} for the dims that vary."""
     entry = subject.entry
-    ranges = {name: list(entry.dim_range(name)) for name in entry.symbols if entry.dim_range(name)[0] < entry.dim_range(name)[1]}
+    ranges = {name: list(entry.dim_range(name)) for name in entry.symbols
+              if entry.dim_range(name)[0] < entry.dim_range(name)[1]}
     dynamic = [{axis: [size, *ranges[size]] for axis, size in enumerate(spec.shape) if size in ranges} or None
                for _, spec in entry.tensor_inputs] if ranges else None
     return {**tolerance_values(subject, case), "dynamic": dynamic, "example": traced_case(entry, case)}

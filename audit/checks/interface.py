@@ -7,7 +7,7 @@ define ``CHECK = Check(...)`` in a module there and list its name in an entry's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from audit.contract import NUMERIC_PREFERENCE
 from audit.registry.model import Entry
@@ -59,11 +59,12 @@ class Check:
     narrows the claim per dtype (for checks that also probe unclaimed dtypes). ``empty`` draws
     cases with a zero-sized dim; ``layouts`` draws a memory layout for every tensor input (``"mixed"``:
     contiguous too); ``batched`` draws a vmap batch position per tensor input; ``min_batch`` draws the
-    entry's ``batch`` dim at least that large. ``replay`` is the property as one function of the replay kit's shape (:mod:`audit.kit`):
-    ``property(fn, ref, args, **values) -> list[str]``, [] when it holds, plain torch and kit names only, so that a
-    replay script carries its source and calls it as the check does (:mod:`audit.checks.replayable`); ``run`` calls it
-    through :func:`audit.checks.replayable.hold`. ``model_replay`` is its twin for a ``model`` entry, and
-    ``replay_helpers`` the check's own plain-torch functions they call. ``script_values(subject, case)`` gives the
+    entry's ``batch`` dim at least that large. ``replay`` is the property as one function of the replay kit's
+    shape (:mod:`audit.kit`): ``property(fn, ref, args, **values) -> list[str]``, [] when it holds, plain torch
+    and kit names only, so that a replay script carries its source and calls it as the check does
+    (:mod:`audit.checks.replayable`); ``run`` calls it through :func:`audit.checks.replayable.hold`.
+    ``model_replay`` is its twin for a ``model`` entry, and ``replay_helpers`` the check's own plain-torch
+    functions they call. ``script_values(subject, case)`` gives the
     property's further keyword values (a name -> a value with a Python literal ``repr``, or a :class:`Case`, or a
     list of cases, given as argument lists), such as gradcheck's options. A check without ``replay`` (a local one
     may have none) gets a script that calls the target on the case and prints what it returns.

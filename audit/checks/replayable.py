@@ -34,7 +34,8 @@ def values(check, subject, case: Case) -> dict:
     tight = subject.tolerance(tight=True)
     entry = subject.entry
     found = {"seed": subject.seed, "tol": Tol(tight.atol, tight.rtol, tight.scale),
-             "dtype": getattr(torch, subject.dtype), "device": subject.device, "kind": getattr(entry.kind, "value", entry.kind),
+             "dtype": getattr(torch, subject.dtype), "device": subject.device,
+             "kind": getattr(entry.kind, "value", entry.kind),
              "mutates": list(entry.mutates), "views": list(entry.views),
              "in_dims": list(case.in_dims) if case.in_dims else None, "batch_axes": batch_axes(entry),
              "plan": dataclasses.asdict(entry.training)}

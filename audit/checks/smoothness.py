@@ -58,7 +58,7 @@ def probe_jacobian(fn, inputs, eps: float, atol: float, rtol: float) -> Kink | N
         excess = ((a - n).detach().abs() - (atol + rtol * n.detach().abs())).nan_to_num(nan=float("inf")).amax(dim=0)
         for col in torch.nonzero(excess > 0).reshape(-1).tolist():
             columns[(i, col)] = max(columns.get((i, col), float("-inf")), float(excess[col]))
-    return probe_columns(fn, inputs, sorted(columns, key=columns.get, reverse=True), eps, atol, rtol)
+    return probe_columns(fn, inputs, sorted(columns, key=lambda column: columns[column], reverse=True), eps, atol, rtol)
 
 
 def probe_columns(fn, inputs, columns, eps: float, atol: float, rtol: float) -> Kink | None:

@@ -57,7 +57,8 @@ def drawn(f, args, mutates, cots, cell_seed):
     (drawn on the first call from ``cell_seed`` in float64, as the audit draws cotangents)."""
     xs = [a.detach().clone().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a in args]
     out = f(*[x.clone() if i in mutates and torch.is_tensor(x) else x for i, x in enumerate(xs)])
-    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,)) if torch.is_tensor(o) and o.is_floating_point()]
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
+            if torch.is_tensor(o) and o.is_floating_point()]
     inputs = [(i, x) for i, x in enumerate(xs) if torch.is_tensor(x) and x.requires_grad]
     if cots is None:
         generator = torch.Generator().manual_seed(cell_seed)
@@ -88,7 +89,8 @@ def ks_counts(t, r, atol, rtol):
     rs = r.nan_to_num(nan=math.inf).T.contiguous().sort(dim=1).values
 
     def above(a, b):  # max over points x of a of: #a <= x  minus  #b <= x + tolerance
-        return (torch.searchsorted(a, a, right=True) - torch.searchsorted(b, a + atol + rtol * a.abs(), right=True)).amax(dim=1)
+        above = torch.searchsorted(b, a + atol + rtol * a.abs(), right=True)
+        return (torch.searchsorted(a, a, right=True) - above).amax(dim=1)
 
     return torch.maximum(above(ts, rs), above(rs, ts)).clamp(min=0)
 
@@ -126,7 +128,7 @@ def described(t, r, parts, found, threshold, statistics, alpha, atol, rtol):
     """What differs (``found``: p, column, test), where, by how much, against what threshold."""
     p, j, test = found
     offset = 0
-    for label, shape, columns in parts:  # the part that holds column j, and the index there
+    for label, shape, columns in parts:  # noqa: B007 (the part that holds column j: used after the loop)
         if j < offset + columns:
             break
         offset += columns
@@ -136,11 +138,12 @@ def described(t, r, parts, found, threshold, statistics, alpha, atol, rtol):
         what, stat = "distribution", f"KS distance {ks_counts(tc[:, None], rc[:, None], atol, rtol).item() / n:.3g}"
     else:
         what, stat = "mean", f"z = {((tc.mean() - rc.mean()) / ((tc.var() + rc.var()) / n).sqrt()).item():.3g}"
-    unbiased = "; the gradient's mean must be the reference's (an unbiased estimator)" if label.startswith("gradient") else ""
+    unbiased = ("; the gradient's mean must be the reference's (an unbiased estimator)"
+                if label.startswith("gradient") else "")
     if all(x.std().item() <= atol + rtol * x.mean().abs().item() for x in (tc, rc)):
         return (f"{label} at index {index} is constant over {n} draws on both sides, and differs: target "
-                f"{tc.mean().item():.6g}, reference {rc.mean().item():.6g} (allowed atol {atol:g} + rtol {rtol:g}·|reference|)"
-                f"{unbiased}")
+                f"{tc.mean().item():.6g}, reference {rc.mean().item():.6g} (allowed atol {atol:g} + rtol "
+                f"{rtol:g}·|reference|){unbiased}")
     return (f"{label} at index {index}: its {what} over {n} draws differs from the reference's "
             f"(target mean {tc.mean().item():.6g}, sd {tc.std().item():.3g}; reference mean {rc.mean().item():.6g}, "
             f"sd {rc.std().item():.3g}); {test}: {stat}, p = {p:.3g} < threshold {threshold:.3g} (false-alarm "

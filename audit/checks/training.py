@@ -49,7 +49,8 @@ def build(subject, seed: int = 0) -> Model:
     built = kit.built_model(subject.target.fn, dtype, subject.device, seed)
     if isinstance(built, str):
         raise Violation(built)
-    return Model(*built, dtype, subject.device)
+    module, make_batch, loss = built
+    return Model(module, make_batch, loss, dtype, subject.device)
 
 
 def sgd(model: Model, lr: float) -> None:

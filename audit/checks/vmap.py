@@ -62,7 +62,7 @@ def vmap_outputs(target, kind, samples, stacked, in_dims, tol) -> list:
     for k, sample in enumerate(samples):
         measured = measured_noise(lambda xs: [no_grad_outputs(target, xs)], detached(sample))
         found = noisy_mismatches(f"vmap output (sample {k} of {len(samples)}, in_dims {in_dims})",
-                                 [g.select(0, k) for g in got], expected[k], tol, lambda: measured()[0])
+                                 [g.select(0, k) for g in got], expected[k], tol, lambda m=measured: m()[0])
         if found:
             return found
     return []
@@ -80,7 +80,10 @@ def vmap_vjps(target, kind, samples, stacked, in_dims, tol, seed: int) -> list:
     wrt = [i for i, a in enumerate(samples[0]) if isinstance(a, torch.Tensor) and a.requires_grad]
     if not wrt:
         return []
-    picked, expected, cotangents, loops = None, [], [], []
+    picked: list[int] = []
+    expected: list = []
+    cotangents: list = []
+    loops: list = []
     for k, sample in enumerate(samples):
         outputs = outputs_of(target(*sample))
         picked = [i for i, o in enumerate(outputs) if floating(o) and o.requires_grad]
@@ -112,7 +115,7 @@ def vmap_vjps(target, kind, samples, stacked, in_dims, tol, seed: int) -> list:
     for k, sample in enumerate(samples):
         measured = measured_noise(loops[k], sample)
         found = noisy_mismatches(f"vjp under vmap (sample {k} of {len(samples)}, in_dims {in_dims}): gradient of "
-                                 "input", [g.select(0, k) for g in got], expected[k], tol, lambda: measured()[0])
+                                 "input", [g.select(0, k) for g in got], expected[k], tol, lambda m=measured: m()[0])
         if found:
             return found
     return []
@@ -171,7 +174,7 @@ def jacobians(target, kind, sample, forward_ad: bool) -> list:
     argnums = tuple(range(len(inputs)))
     modes = [("jacrev", torch.func.jacrev)] + ([("jacfwd", torch.func.jacfwd)] if forward_ad else [])
     for label, transform in modes:
-        jac, said = transformed(label, kind, lambda: transform(f, argnums=argnums)(*inputs))
+        jac, said = transformed(label, kind, lambda t=transform: t(f, argnums=argnums)(*inputs))
         if said:
             return [said]
         step, tol = DIFFERENCE_STEPS[inputs[0].dtype]

@@ -9,13 +9,16 @@ that same function on that same case: what the script prints is what the cell fo
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from audit import kit
+from audit.checks.interface import Check
 from audit.checks.replayable import UNGUARDED
 from audit.contract import COMPLEX_DTYPES
-from audit.inputs.case import Case, TensorArg
+from audit.inputs.case import Case, TensorArg, ValueArg
 from audit.registry.model import Entry
 
 HEADER = '''\
@@ -34,8 +37,8 @@ import torch
 '''
 
 
-def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, seed: int, message: str, base: str,
-                  values: dict, reference: bool = True) -> str:
+def replay_script(entry: Entry, check: Check, case: Case, *, dtype: str, device: str, seed: int, message: str,
+                  base: str, values: dict[str, Any], reference: bool = True) -> str:
     """The script's text. ``values`` are those the cell called ``check.replay`` with (a :class:`Case`, or a list of
     cases, written as argument lists), ``reference`` whether it passed the entry's reference (not when the
     reference draws its random numbers otherwise than the target)."""
@@ -55,7 +58,8 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
     lines.append(f"dtype, device = torch.{dtype}, {device!r}")
     lines.append(f"seed = {values.get('seed', 0)!r}  # the cell's seed: cotangents are drawn from it")
     if _kind(entry) == "module":
-        lines.append("torch.manual_seed(0)\ntarget = make().to(dtype=dtype, device=device)  # built from the audit's seed")
+        lines.append("torch.manual_seed(0)\n"
+                     "target = make().to(dtype=dtype, device=device)  # built from the audit's seed")
     cases = {name: value for name, value in values.items() if _is_cases(value)}
     lines.append("# -- the values the cell called the property with ---")
     used = _accepted(prop, values)
@@ -80,7 +84,7 @@ def replay_script(entry: Entry, check, case: Case, *, dtype: str, device: str, s
 _WRITTEN = ("seed", "dtype", "device")
 
 
-def _accepted(prop, values: dict) -> list[str]:
+def _accepted(prop: Callable[..., Any], values: dict[str, Any]) -> list[str]:
     """The names of ``values`` that ``prop`` takes, as :func:`audit.checks.replayable.accepted` passes them."""
     parameters = inspect.signature(prop).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
@@ -88,7 +92,7 @@ def _accepted(prop, values: dict) -> list[str]:
     return [name for name in values if name in parameters]
 
 
-def _unguarded(prop, entry: Entry) -> list[str]:
+def _unguarded(prop: Callable[..., Any], entry: Entry) -> list[str]:
     """The names of :data:`~audit.checks.replayable.UNGUARDED` that ``prop`` takes: the script's own ``target``,
     ``reference`` and (a module's) ``make``."""
     parameters = inspect.signature(prop).parameters
@@ -102,7 +106,7 @@ def kit_source() -> str:
     return body.strip() + "\n"
 
 
-def _source(function) -> str:
+def _source(function: Callable[..., Any]) -> str:
     return inspect.getsource(function).rstrip() + "\n"
 
 
@@ -115,12 +119,13 @@ def _rendered(case: Case, dtype: str, indent: str = "    ") -> list[str]:
     return [f"{indent}{_laid_out(_arg(a, dtype), case.layout(i))}," for i, a in enumerate(case.args)]
 
 
-def _is_cases(value) -> bool:
+def _is_cases(value: object) -> bool:
     """Whether a ``script_values`` value is a case, or a list of cases, to write as argument lists."""
-    return isinstance(value, Case) or (isinstance(value, list) and bool(value) and all(isinstance(v, Case) for v in value))
+    return isinstance(value, Case) or (isinstance(value, list) and bool(value)
+                                       and all(isinstance(v, Case) for v in value))
 
 
-def _case_lines(cases: dict, dtype: str) -> list[str]:
+def _case_lines(cases: dict[str, Any], dtype: str) -> list[str]:
     """A ``script_values`` :class:`Case` as its argument list, a list of cases as a list of argument lists."""
     lines = []
     for name, value in cases.items():
@@ -155,7 +160,7 @@ def _target_line(name: str, target: str, kind: str) -> str:
     return f"import {module}\n{name} = {module}.{qualname}{suffix}"
 
 
-def _arg(arg, cell_dtype: str) -> str:
+def _arg(arg: TensorArg | ValueArg, cell_dtype: str) -> str:
     if not isinstance(arg, TensorArg):
         return repr(arg.value)
     dtype = f"torch.{arg.dtype}" if arg.dtype else "dtype"
@@ -169,7 +174,8 @@ def _arg(arg, cell_dtype: str) -> str:
                  f".reshape({shape!r})")
     else:  # real values (a real cell of an entry that also claims complex takes the real parts)
         dense = f"torch.tensor({flat.real.tolist()!r}, dtype={dtype}, device=device).reshape({shape!r})"
-    if arg.sparse_layout:  # the values everywhere, and which of them the sparse tensor holds
-        pattern = f"torch.tensor({arg.pattern.reshape(-1).tolist()!r}, dtype=torch.bool, device=device).reshape({shape!r})"
+    if arg.sparse_layout and arg.pattern is not None:  # the values everywhere, and which of them it holds
+        pattern = (f"torch.tensor({arg.pattern.reshape(-1).tolist()!r}, dtype=torch.bool, device=device)"
+                   f".reshape({shape!r})")
         return f"sparse_from({dense}, {pattern}, {arg.sparse_layout!r}){grad}"
     return f"{dense}{grad}"

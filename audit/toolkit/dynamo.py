@@ -11,7 +11,7 @@ from audit.inputs.variants import resized
 from audit.kit import Compiled, dynamo_refusal
 from audit.toolkit.violation import Violation
 
-__all__ = ["Compiled", "SWEEP", "graph_breaks_explained", "shape_sweep"]
+__all__ = ["SWEEP", "Compiled", "graph_breaks_explained", "shape_sweep"]
 
 #: Shapes in the sweep; with automatic dynamic shapes, the third new shape must not compile again.
 SWEEP = 4

@@ -9,11 +9,11 @@ The noise is measured on the baseline computation itself, as the spread between 
 in exact arithmetic up to curvature: :func:`spread` evaluates it at x + d and x - d for small seeded steps
 d (a few dozen units of the dtype's precision) and takes the second difference f(x + d) - 2 f(x) + f(x - d).
 The slope cancels; what stays is the rounding noise of three evaluations that round on their own, as
-amplified by the point (an ill-conditioned eigenproblem, a cancellation). A comparison that fails at the fixed tolerance is tried again with
-:data:`FACTOR` times that spread added to its atol; only then does it fail. Measured on correct and
-planted code (docs/checks.md, **Two computations of the same value**): correct pairs differ by at most about
-2x their spread, while a wrong batching rule, a dropped term or a stride bug differs by 1e5x or more
-wherever the point is not itself ill-conditioned.
+amplified by the point (an ill-conditioned eigenproblem, a cancellation). A comparison that fails at the fixed
+tolerance is tried again with :data:`FACTOR` times that spread added to its atol; only then does it fail.
+Measured on correct and planted code (docs/checks.md, **Two computations of the same value**): correct pairs
+differ by at most about 2x their spread, while a wrong batching rule, a dropped term or a stride bug differs by
+1e5x or more wherever the point is not itself ill-conditioned.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ A wrong half-precision path, garbage or an overflow stays far outside that.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from audit.kit import Largest, largest_value, rounded_mismatches
 from audit.registry.model import Tolerance
