@@ -9,9 +9,8 @@ from pathlib import Path
 
 import torch
 
-import audit
-
-LIBRARY_DIRS = tuple(str(Path(m.__file__).parent) for m in (audit, torch)) + (str(Path(contextlib.__file__).parent),)
+#: The audit's package (this module's folder), torch's, and the standard library's (contextlib's folder).
+LIBRARY_DIRS = (str(Path(__file__).parent), str(Path(torch.__file__).parent), str(Path(contextlib.__file__).parent))
 
 
 def is_user(filename: str) -> bool:
