@@ -244,7 +244,7 @@ def own() -> None:
     worker took it (the Python API runs cells in its own process), is not this cell's."""
     _DAMAGE.clear()
     pid = os.getpid()
-    if [pid] == _OWNER:
+    if _OWNER == [pid]:
         forked_strays()  # an earlier cell's, collected
         del _STRAYS[2:]
     else:
