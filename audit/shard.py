@@ -36,7 +36,8 @@ def split(names: list[str], count: int, recorded: dict[str, float] | None = None
     default = sum(known) / len(known) if known else 1.0
     weight = {n: recorded.get(n, default) for n in names}
     order = sorted(range(len(names)), key=lambda i: (-weight[names[i]], i))
-    loads, members = [0.0] * count, [[] for _ in range(count)]
+    loads = [0.0] * count
+    members: list[list[int]] = [[] for _ in range(count)]
     for i in order:
         lightest = min(range(count), key=lambda s: (loads[s], s))
         loads[lightest] += weight[names[i]]

@@ -21,7 +21,8 @@ CLAIMED, UNCLAIMED = 20, 5
 
 def main(path: str) -> int:
     torch.set_num_threads(1)
-    document = yaml.safe_load(open(path))
+    with open(path) as text:
+        document = yaml.safe_load(text)
     defaults = document.get("defaults", {})
     failures = 0
     spent: dict[str, float] = {}

@@ -47,15 +47,15 @@ def report(found: dict, jobs: int) -> str:
     top = {key: max((line[f"grown_{key}"] for line in lines), default=0)
            for key in ("threads", "descriptors", "resident", "address")}
     rows = [
-        ("`audit run -j %d`, every check, no cache (s)" % jobs, f"{found['seconds']:.1f}"),
+        (f"`audit run -j {jobs}`, every check, no cache (s)", f"{found['seconds']:.1f}"),
         ("checkups between entries", f"{len(lines)}"),
         ("their seconds in all", f"{spent:.3f}"),
         ("**their share of the run** (target ≤ 3%)", f"**{100 * spent / found['seconds']:.2f}%**"),
         ("workers retired (each costs one worker start-up)", f"{len(retired)}"),
-        ("most threads a worker gained (bound %d)" % health.MAX_NEW_THREADS, f"{top['threads']}"),
-        ("most open descriptors gained (bound %d)" % health.MAX_NEW_DESCRIPTORS, f"{top['descriptors']}"),
-        ("most resident memory gained, MiB (bound %d)" % (health.MAX_NEW_RESIDENT >> 20), f"{top['resident'] >> 20}"),
-        ("most address space gained, MiB (bound: half of --max-memory, %d)" % (4 << 10), f"{top['address'] >> 20}"),
+        (f"most threads a worker gained (bound {health.MAX_NEW_THREADS})", f"{top['threads']}"),
+        (f"most open descriptors gained (bound {health.MAX_NEW_DESCRIPTORS})", f"{top['descriptors']}"),
+        (f"most resident memory gained, MiB (bound {health.MAX_NEW_RESIDENT >> 20})", f"{top['resident'] >> 20}"),
+        (f"most address space gained, MiB (bound: half of --max-memory, {4 << 10})", f"{top['address'] >> 20}"),
     ]
     table = "\n".join(f"| {what} | {value} |" for what, value in rows)
     why = "".join(f"\n- after `{line['after']}`: {line['retire']}" for line in retired)

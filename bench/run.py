@@ -158,7 +158,8 @@ def render(results: dict, started: float) -> str:
         "## 1. Overhead against the bare checks", "",
         "| | seconds |", "|---|---|",
         f"| `audit run -j 1` with {', '.join(OVERHEAD_CHECKS)} | {o['audit']:.1f} |",
-        f"| the floor (`bench/floor.py`: the same torch checks on the same example counts, one process) | {o['floor']:.1f} |",
+        "| the floor (`bench/floor.py`: the same torch checks on the same example counts, one process) | "
+        f"{o['floor']:.1f} |",
         f"| **ratio** (target ≤ 1.10) | **{o['ratio']:.2f}** |",
         f"| of the audit's time: inside cells (the checks themselves) | {o['cells']:.1f} |",
         f"| of the audit's time: the engine (imports, workers, scheduling, reports) | {o['engine']:.1f} |", "",

@@ -3,7 +3,8 @@
 ``python -m bench.special`` (from the repository root) prints section 8 of ``bench/results.md``; ``bench.run``
 includes it. Every cell runs in this process, claimed, with the default examples and seed, and is timed in CPU
 seconds (``time.process_time``), which a busy machine disturbs less than wall-clock time: the cells of the checks
-that try special points (gradcheck, gradgradcheck, forward_ad), with and without them, in alternated rounds (medians), and every check's cells once, for the share.
+that try special points (gradcheck, gradgradcheck, forward_ad), with and without them, in alternated rounds
+(medians), and every check's cells once, for the share.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def render(m: dict) -> list[str]:
         "## 8. Special points (the gradient checks' structured cases, CPU seconds in this process)", "",
         f"`python -m bench.special`: {ROUNDS} alternated rounds, medians (the cells of {', '.join(m['checks'])}; "
         "rounds with: "
-        f"{', '.join(f'{x:.2f}' for x in m['rounds'][True])}; without: {', '.join(f'{x:.2f}' for x in m['rounds'][False])}).",
+        f"{', '.join(f'{x:.2f}' for x in m['rounds'][True])}; "
+        f"without: {', '.join(f'{x:.2f}' for x in m['rounds'][False])}).",
         "",
         "| | seconds |", "|---|---|",
         f"| their cells, with special points ({m['examples_on']} examples) | {m['on']:.2f} |",

@@ -67,7 +67,8 @@ class Steps:
                               timeout=600)
         self.seconds[name] = round(time.perf_counter() - start, 1)
         if code is not None:
-            assert done.returncode == code, f"{name}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            assert done.returncode == code, (f"{name}: exit {done.returncode}\n{done.stdout[-3000:]}\n"
+                                             f"{done.stderr[-3000:]}")
         return done
 
 
@@ -76,7 +77,8 @@ def _fresh_environment(tmp_path: Path) -> tuple[Path, dict]:
     home = tmp_path / "venv"
     venv.create(home, with_pip=True)
     bin_dir = home / ("Scripts" if os.name == "nt" else "bin")
-    purelib = subprocess.run([str(bin_dir / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+    purelib = subprocess.run([str(bin_dir / "python"), "-c",
+                              "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
     # the setuptools ensurepip bundles (65, no bdist_wheel without `wheel`) would shadow this environment's
     subprocess.run([str(bin_dir / "python"), "-m", "pip", "uninstall", "--quiet", "--yes", "setuptools"],

@@ -76,7 +76,8 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_every_module_has_a_layer():
-    """A new top-level module or package must be placed in LAYERS (and the Layout in docs/how-it-works.md) on purpose."""
+    """A new top-level module or package must be placed in LAYERS (and the Layout in docs/how-it-works.md) on
+    purpose."""
     unplaced = [name for name in graph() if name != "audit" and layer_of(name) == 0
                 and not any(name == m or name.startswith(m + ".") for m in LAYERS[0][1:])]
     assert not unplaced, f"modules in no layer: {unplaced}"

@@ -29,7 +29,8 @@ def test_own_registry_is_green(tmp_path, monkeypatch):
     # the two checks that do not apply to a complex entry (autocast casts only real tensors; the DDP harness
     # uses a real loss), each saying why.
     not_for_complex = {("complex_filter", "autocast"), ("complex_filter", "distributed")}
-    skips = [(e["name"], c) for e in matrix["entries"] for c in e["cells"] if c["device"] == "cpu" and c["status"] == "skip"]
+    skips = [(e["name"], c) for e in matrix["entries"] for c in e["cells"]
+             if c["device"] == "cpu" and c["status"] == "skip"]
     assert all(c["message"].startswith("PyTorch bug") or (name, c["check"]) in not_for_complex for name, c in skips)
     assert {(name, c["check"]) for name, c in skips if not c["message"].startswith("PyTorch bug")} == not_for_complex
     simplex = [c for e in matrix["entries"] for c in e["cells"] if c["check"] == "simplex"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -42,9 +43,9 @@ def repro(entry, check, registry, dtype, device, seed, examples, matrix, compile
             return Exit.OK
     click.echo(f"{entry} {check} ({dtype}, {device}), seed {seed}, owner {', '.join(chosen.owners)}")
     click.echo(describe_inputs(subject.args(case)))
-    failure = replay_case(checks[check], subject, case)
-    if failure:
-        click.echo(f"FAIL: {failure}")
+    said = replay_case(checks[check], subject, case)
+    if said:
+        click.echo(f"FAIL: {said}")
         return Exit.GATE_FAILED
     click.echo("held: the stored case no longer fails")
     return Exit.OK
@@ -68,14 +69,18 @@ def _stored_case(path: Path, entry, check, dtype, device, seed, failure: int = 1
     return None
 
 
-def _nth_case(cell: Cell, failure: int) -> dict:
+def _nth_case(cell: Cell, failure: int) -> dict[str, Any]:
     """The case of the cell's ``failure``-th distinct failure (1: the first, the cell's own ``case``)."""
     if failure == 1:
-        return cell.case
-    found = cell.failures
-    if failure > len(found):
-        raise UsageError(f"the cell has {max(len(found), 1)} failure(s); --failure {failure} is not one of them")
-    return found[failure - 1].case
+        case = cell.case
+    else:
+        found = cell.failures
+        if failure > len(found):
+            raise UsageError(f"the cell has {max(len(found), 1)} failure(s); --failure {failure} is not one of them")
+        case = found[failure - 1].case
+    if case is None:  # a matrix written by hand or by another tool: a failure without its case
+        raise UsageError(f"the cell's failure {failure} has no stored case to replay")
+    return case
 
 
 def _search(check, subject, examples: int):

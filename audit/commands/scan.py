@@ -127,6 +127,7 @@ def _write(path: Path, registry, findings, model: str) -> None:
     write_atomic(path, text)
     placeholders = sum(e["owner"] == stubs.PLACEHOLDER for e in entries)
     click.echo(f"wrote {len(entries)} stub(s) to {path}"
-               + (f"; {placeholders} owner(s) to fill in (audit validate refuses the placeholder)" if placeholders else "")
+               + (f"; {placeholders} owner(s) to fill in (audit validate refuses the placeholder)"
+                  if placeholders else "")
                + (f"; {len(local)} made inside a factory, written as comments saying what to add" if local else ""),
                err=True)

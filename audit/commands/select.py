@@ -22,7 +22,7 @@ def select_entries(registry, patterns) -> list:
 def check_table(registry, *, code: bool = True) -> dict:
     """Built-in checks plus the registry's local ``checks/`` folder; every opted-in name must exist. Without
     ``code``: the built-in declarations only (no torch), and local checks only when an entry opts into one."""
-    folder = checks_dir(registry)
+    folder: Path | None = checks_dir(registry)
     if not code and not any(entry.checks for entry in registry.entries):
         folder = None
     return _table(registry, folder, code)

@@ -18,12 +18,17 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from audit import __version__
 from audit.io import write_atomic
-from audit.registry.model import EntryKind
+from audit.registry.model import Entry, EntryKind
 from audit.results.environment import Environment
-from audit.results.outcome import Outcome, Verdict, outcome_from_json, outcome_to_json
+from audit.results.outcome import CellKey, Outcome, Verdict, outcome_from_json, outcome_to_json
+
+if TYPE_CHECKING:
+    from audit.checks.interface import Check
+    from audit.runtime.options import RunOptions
 
 #: Bump when the record's layout changes.
 FORMAT = 1
@@ -34,7 +39,7 @@ JUDGING_ONLY = {"line", "owners", "expect"}
 class Cache:
     """Records under ``folder``, at most ``max_bytes`` in all."""
 
-    def __init__(self, folder: Path, max_bytes: int):
+    def __init__(self, folder: Path, max_bytes: int) -> None:
         self.folder = Path(folder)
         self.max_bytes = max_bytes
         self.hits = 0
@@ -86,7 +91,7 @@ class Cache:
         return self.folder / key[:2] / f"{key[2:]}.json"
 
 
-def code_fingerprint(entry, base: Path, checks_dir: Path | None = None) -> dict | None:
+def code_fingerprint(entry: Entry, base: Path, checks_dir: Path | None = None) -> dict[str, str] | None:
     """sha256 of every source file the entry names, and of its local checks (None when a module cannot
     be found without importing it)."""
     modules = [entry.target.partition(":")[0]] if entry.kind != EntryKind.OP else []
@@ -100,7 +105,7 @@ def code_fingerprint(entry, base: Path, checks_dir: Path | None = None) -> dict 
             sys.path.insert(0, folder)
     from audit.runtime.native import is_native
 
-    files = {}
+    files: dict[str, str] = {}
     for item in [i for i in entry.load if is_native(i)]:
         path = base / item
         if not path.is_file():
@@ -113,10 +118,10 @@ def code_fingerprint(entry, base: Path, checks_dir: Path | None = None) -> dict 
             return None
         files[module] = _file_digest(origin)
     for name in entry.checks:
-        path = checks_dir / f"{name}.py" if checks_dir else None
-        if path is None or not path.is_file():
+        local = checks_dir / f"{name}.py" if checks_dir else None
+        if local is None or not local.is_file():
             return None
-        files[f"checks/{name}.py"] = _file_digest(path)
+        files[f"checks/{name}.py"] = _file_digest(local)
     return files
 
 
@@ -130,7 +135,8 @@ def audit_digest() -> str:
     return digest.hexdigest()
 
 
-def cell_key(entry, check, key, claimed: bool, options, environment: Environment, code: dict, audit: str) -> str:
+def cell_key(entry: Entry, check: Check, key: CellKey, claimed: bool, options: RunOptions, environment: Environment,
+             code: dict[str, str], audit: str) -> str:
     """The cache key of one cell."""
     spec = {k: v for k, v in dataclasses.asdict(entry).items() if k not in JUDGING_ONLY}
     examples = options.examples if claimed else options.unclaimed_examples

@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from audit.checks import replayable
-from audit.engine.explore import Damaged, explore
+from audit.engine.explore import Counterexample, Damaged, explore
 from audit.engine.script import replay_script
+from audit.inputs.case import Case
 from audit.inputs.special import special_for
 from audit.inputs.strategies import for_check
-from audit.registry.model import EntryKind
+from audit.registry.model import Entry, EntryKind
 from audit.results.outcome import CellKey, Failure, Outcome, Verdict
 from audit.runtime import health, triton
 from audit.runtime.isolation import isolated
 from audit.runtime.options import RunOptions, cell_seed
 from audit.runtime.subject import Subject
+from audit.runtime.target import Target
+
+if TYPE_CHECKING:
+    from audit.checks.interface import Check
+
+#: Hears each example a cell draws, before the property runs on it.
+OnExample = Callable[[Case], object]
 
 
-def run_cell(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example=None) -> Outcome:
+def run_cell(entry: Entry, target: Target, check: Check, key: CellKey, options: RunOptions, claimed: bool,
+             on_example: OnExample | None = None) -> Outcome:
     """The outcome of ``check`` on ``entry`` at ``key``; never raises for the target's faults. Global torch
     state the cell changes (grad mode, default dtype, generators...) is put back afterwards, so that it
     cannot change the verdict of whatever runs next in this process."""
@@ -42,11 +53,13 @@ def _settled(outcome: Outcome) -> Outcome:
     health.note(fault)
     if outcome.verdict == Verdict.ERRORED:
         return outcome
-    return Outcome(outcome.key, Verdict.ERRORED, f"{fault}, found when the cell ended (a kernel's asynchronous error); "
-                                                 "this cell's result is not trusted", outcome.examples, outcome.seconds)
+    return Outcome(outcome.key, Verdict.ERRORED, f"{fault}, found when the cell ended (a kernel's asynchronous "
+                                                 "error); this cell's result is not trusted",
+                   outcome.examples, outcome.seconds)
 
 
-def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool, on_example) -> Outcome:
+def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunOptions, claimed: bool,
+         on_example: OnExample | None) -> Outcome:
     skip = _unavailable(key.device) or target.unbuilt.get(key.device, "") or _not_for_sparse(entry, check)
     if skip:
         return Outcome(key, Verdict.SKIPPED, skip)
@@ -54,9 +67,9 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
     subject = Subject(entry, target, key.dtype, key.device, seed, options)
     seed_global_generators(seed)
 
-    seen: list = []
+    seen: list[Case] = []
 
-    def prop(case):
+    def prop(case: Case) -> None:
         if on_example:
             on_example(case)
         if not seen:
@@ -84,13 +97,12 @@ def _run(entry, target, check, key: CellKey, options: RunOptions, claimed: bool,
         vacuous = nothing_compared(subject, check, seen[0]) if seen else "no example was run"
         verdict = Verdict.SKIPPED if vacuous else Verdict.HELD
         return Outcome(key, verdict, vacuous, found.examples, found.seconds, details=metrics)
-    first = _failure(entry, check, key, options, subject, found)
-    others = tuple(_failure(entry, check, key, options, subject, other) for other in found.others)
+    first, *others = [_failure(entry, check, key, options, subject, failure) for failure in found.failures()]
     return Outcome(key, Verdict.VIOLATED, first.message, found.examples, found.seconds, first.case, first.script,
-                   metrics, others)
+                   metrics, tuple(others))
 
 
-def nothing_compared(subject: Subject, check, case) -> str:
+def nothing_compared(subject: Subject, check: Check, case: Case) -> str:
     """Why a property that held compared nothing ("" when it compared something): the target returned no tensor,
     or, for a check about gradients, no output carries a gradient. Read from one more call on the first example
     drawn, whatever way the check itself called the target. A target that raises here, a model and an entry that
@@ -118,7 +130,7 @@ def nothing_compared(subject: Subject, check, case) -> str:
             "graph: integer, detached or marked non-differentiable)")
 
 
-def _leaves(out):
+def _leaves(out: object) -> list[object]:
     """The values in ``out``, through tuples, lists and dicts."""
     if isinstance(out, (tuple, list)):
         return [leaf for item in out for leaf in _leaves(item)]
@@ -127,7 +139,8 @@ def _leaves(out):
     return [out]
 
 
-def _failure(entry, check, key: CellKey, options: RunOptions, subject: Subject, found) -> Failure:
+def _failure(entry: Entry, check: Check, key: CellKey, options: RunOptions, subject: Subject,
+             found: Counterexample) -> Failure:
     """One failure as the outcome carries it: its message with where it showed, its case, its replay script."""
     script = replay_script(entry, check, found.case, dtype=key.dtype, device=key.device, seed=options.seed,
                            message=found.message, base=str(Path(options.base).resolve()),
@@ -150,7 +163,7 @@ def seed_global_generators(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _not_for_sparse(entry, check) -> str:
+def _not_for_sparse(entry: Entry, check: Check) -> str:
     """Why ``check`` is a skip for ``entry`` because an input is sparse ("" when it is not, or the check applies)."""
     if not (entry.sparse and check.not_for_sparse):
         return ""

@@ -18,6 +18,7 @@ import os
 import platform
 import sys
 from pathlib import Path
+from typing import Any
 
 from audit.io import write_atomic
 from audit.results.environment import Environment
@@ -56,7 +57,7 @@ def forget(folder: Path) -> None:
     (Path(folder) / STORE).unlink(missing_ok=True)
 
 
-def fingerprint() -> dict:
+def fingerprint() -> dict[str, Any]:
     """What the environment depends on, read without importing torch: the torch package that would be imported
     (its location, and its ``version.py``, the source of ``torch.__version__`` and ``torch.version.cuda``), the
     Python and the platform, the variables that hide devices, and the GPUs and drivers the system shows."""
@@ -73,7 +74,7 @@ def fingerprint() -> dict:
     }
 
 
-def _file(path: Path) -> list:
+def _file(path: Path) -> list[str | int | None]:
     """A small file's text and modification time; [None, None] when it cannot be read."""
     try:
         return [path.read_text(errors="replace"), path.stat().st_mtime_ns]
@@ -88,7 +89,7 @@ def _listing(folder: Path) -> list[str]:
         return []
 
 
-def _read(path: Path) -> tuple[dict, Environment] | None:
+def _read(path: Path) -> tuple[dict[str, Any], Environment] | None:
     """The stored (fingerprint, environment), or None when there is none or it is not one this audit wrote."""
     try:
         record = json.loads(path.read_text())

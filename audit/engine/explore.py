@@ -8,11 +8,13 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import Flaky
+from hypothesis.strategies import SearchStrategy
 
 from audit.checks.interface import NotApplicable, Violation
 from audit.errors import first_line as _first_line
@@ -87,6 +89,12 @@ class Exploration:
     special: int = 0
     kind: str = ""
 
+    def failures(self) -> tuple[Counterexample, ...]:
+        """Every failure found, the first (``case``, ``message``, ``kind``) first, then the ``others``; none when
+        the property held."""
+        first = () if self.held or self.case is None else (Counterexample(self.case, self.message, self.kind),)
+        return first + self.others
+
 
 #: Distinct failures one cell reports at most. Each past the first costs a search of its own (every
 #: example drawn again, then a shrink), and one more search to learn there is no further one: three tell
@@ -105,7 +113,7 @@ class SearchState:
     first failure's kind (``kind``, a ``Violation.kind``), most shrunk last; ``first_failure``: the call that
     failed first."""
 
-    known: frozenset
+    known: frozenset[str]
     deadline: float
     calls: int = 0
     first_failure: int | None = None
@@ -123,8 +131,12 @@ class Damaged(BaseException):
     that Hypothesis passes it through rather than replaying the example."""
 
 
-def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = True,
-            budget: float = 0.0, limit: int = MAX_FAILURES, special: tuple = ()) -> Exploration:
+#: A check's property on one case: it returns when it holds, raises :class:`Violation` when it does not.
+Property = Callable[[Case], object]
+
+
+def explore(prop: Property, strategy: SearchStrategy[Case], *, examples: int, seed_value: int, shrink: bool = True,
+            budget: float = 0.0, limit: int = MAX_FAILURES, special: tuple[Case, ...] = ()) -> Exploration:
     """``prop(case)`` on up to ``examples`` drawn cases; raises only for the audit's own errors. With a
     ``budget`` (the cell's seconds) and ``shrink``, a failing property is searched again, with the same
     seed, for failures of other kinds, up to ``limit`` failures in all (see :data:`MAX_FAILURES`); a property
@@ -142,7 +154,8 @@ def explore(prop, strategy, *, examples: int, seed_value: int, shrink: bool = Tr
     return replace(found, seconds=_since(start), others=others)
 
 
-def _special(prop, strategy, seed_value: int, special: tuple, drawn: Exploration) -> Exploration:
+def _special(prop: Property, strategy: SearchStrategy[Case], seed_value: int, special: tuple[Case, ...],
+             drawn: Exploration) -> Exploration:
     """The ``special`` cases, once the ``drawn`` ones held: Hypothesis's explicit examples, never shrunk."""
     state = SearchState(frozenset(), math.inf)
     found = _ran(_given(_property(prop, state), strategy, 1, seed_value, False, special), state)
@@ -150,30 +163,32 @@ def _special(prop, strategy, seed_value: int, special: tuple, drawn: Exploration
     return replace(found, examples=drawn.examples, special=found.examples, skipped=drawn.skipped or found.skipped)
 
 
-def _others(prop, strategy, examples: int, seed_value: int, kind: str, deadline: float, limit: int = MAX_FAILURES):
+def _others(prop: Property, strategy: SearchStrategy[Case], examples: int, seed_value: int, kind: str,
+            deadline: float, limit: int = MAX_FAILURES) -> tuple[Counterexample, ...]:
     """Failures of kinds other than ``kind``, one search each, every kind found counted as a pass in the
     searches after it; stops at the first search that finds none, runs out of memory or of time."""
-    others, known = [], {kind}
+    others: list[Counterexample] = []
+    known = {kind}
     while len(others) + 1 < limit and time.perf_counter() < deadline:
         try:
             found = _search(prop, strategy, examples, seed_value, True, frozenset(known), deadline)
         except MemoryError:
             break
-        if found.held:
+        if found.held or found.case is None:  # a failure always has its case
             break
         others.append(Counterexample(found.case, found.message, found.kind))
         known.add(found.kind)
     return tuple(others)
 
 
-def _search(prop, strategy, examples: int, seed_value: int, shrink: bool, known=frozenset(),
-            deadline: float = math.inf) -> Exploration:
+def _search(prop: Property, strategy: SearchStrategy[Case], examples: int, seed_value: int, shrink: bool,
+            known: frozenset[str] = frozenset(), deadline: float = math.inf) -> Exploration:
     """One Hypothesis search in which failures of the ``known`` kinds count as passes."""
     state = SearchState(known, deadline)
     return _ran(_given(_property(prop, state), strategy, examples, seed_value, shrink), state)
 
 
-def _ran(test, state: SearchState) -> Exploration:
+def _ran(test: Callable[[], None], state: SearchState) -> Exploration:
     """What running ``test`` (a search, or the special cases) found."""
     try:
         test()
@@ -207,7 +222,7 @@ class _OutOfTime(Exception):
     """A further search ran past its deadline: it ends, keeping the smallest failure it had found."""
 
 
-def _property(prop, state: SearchState):
+def _property(prop: Property, state: SearchState) -> Callable[[Case], None]:
     def run(case: Case) -> None:
         if state.skipped:
             return
@@ -244,7 +259,8 @@ def _property(prop, state: SearchState):
 
 
 def _no_strays(state: SearchState, case: Case) -> None:
-    """A forked copy of this process that came back from the target ends the search (see :mod:`audit.runtime.health`)."""
+    """A forked copy of this process that came back from the target ends the search (see
+    :mod:`audit.runtime.health`)."""
     strays = health.forked_strays()
     if strays:
         health.note("the target forked a copy of the process that returned into the audit")
@@ -309,7 +325,8 @@ def _record(state: SearchState, case: Case, message: str, kind: str) -> bool:
     return True
 
 
-def _given(run, strategy, examples: int, seed_value: int, shrink: bool, special: tuple = ()):
+def _given(run: Callable[[Case], None], strategy: SearchStrategy[Case], examples: int, seed_value: int, shrink: bool,
+           special: tuple[Case, ...] = ()) -> Callable[[], None]:
     phases = [Phase.explicit] if special else [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
     configured = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
                           phases=phases, suppress_health_check=list(HealthCheck), print_blob=False,

@@ -1,11 +1,14 @@
-"""What the engine hands a worker for one entry (a :class:`Job`), and how the entry ended (:class:`Finished`)."""
+"""What the engine hands a worker for one entry (a :class:`Job`), how the entry ended (:class:`Finished`), and what
+hears the jobs run (a :class:`Listener`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from audit.registry.model import Entry
-from audit.results.outcome import CellKey
+from audit.results.outcome import CellKey, Outcome
 from audit.runtime.options import RunOptions
 
 
@@ -19,7 +22,7 @@ class Job:
     claimed: dict[CellKey, bool]
     options: RunOptions
 
-    def only(self, cells) -> Job:
+    def only(self, cells: Iterable[CellKey]) -> Job:
         """The same job, for ``cells`` only (what a replacement worker, or the result cache, left to run)."""
         return replace(self, cells=tuple(cells))
 
@@ -30,3 +33,16 @@ class Finished:
 
     digest: str | None
     target_error: str = ""
+
+
+class Listener(Protocol):
+    """What hears the pool: each job's start, each of its outcomes as it arrives, and its end."""
+
+    def begin(self, job: Job) -> None:
+        """A worker takes ``job``."""
+
+    def outcome(self, job: Job, outcome: Outcome) -> None:
+        """A cell of ``job`` has its outcome (an error outcome when its worker died or hung)."""
+
+    def end(self, job: Job, finished: Finished) -> None:
+        """Every cell of ``job`` has its outcome."""

@@ -51,7 +51,7 @@ def _cap_address_space(limit: int) -> None:
 
     with open("/proc/self/status") as status:
         size = next((int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:")), 0)
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
     total = size + limit
     resource.setrlimit(resource.RLIMIT_AS, (total if hard == resource.RLIM_INFINITY else min(total, hard), hard))
 

@@ -76,3 +76,7 @@ class Retiring:
 @dataclass(frozen=True)
 class JobDone:
     """Every cell of the job has its outcome."""
+
+
+#: Everything a worker sends its parent.
+FromWorker = Ready | Loaded | CellStarted | ExampleDrawn | StartUp | CellFinished | JobDone | Retiring

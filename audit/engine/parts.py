@@ -1,8 +1,9 @@
 """An entry's job in parts, so that several workers share a run without each starting the same helper.
 
 A check that needs a per-worker resource (``Check.resource``, such as the distributed check's pair of rank
-processes, which costs two torch imports to start) has its cells sent to one worker, the holder, which starts it; the entry's other cells form a part any worker
-takes. The listener still hears of whole jobs: one begin, every outcome, one end per entry.
+processes, which costs two torch imports to start) has its cells sent to one worker, the holder, which starts it;
+the entry's other cells form a part any worker takes. The listener still hears of whole jobs: one begin, every
+outcome, one end per entry.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from audit.engine.job import Finished, Job
+from audit.engine.job import Finished, Job, Listener
 from audit.results.outcome import Outcome
 
 
@@ -25,7 +26,7 @@ class Part:
 def split(jobs: list[Job], pinned_checks: frozenset[str]) -> list[Part]:
     """Each job as its unpinned part, then its pinned part (the cells of ``pinned_checks``), in job order; a
     part with no cell is left out."""
-    parts = []
+    parts: list[Part] = []
     for job in jobs:
         own = tuple(key for key in job.cells if key.check in pinned_checks)
         rest = tuple(key for key in job.cells if key.check not in pinned_checks)
@@ -33,7 +34,7 @@ def split(jobs: list[Job], pinned_checks: frozenset[str]) -> list[Part]:
     return parts
 
 
-def take(pending: deque, holder: bool) -> Part | None:
+def take(pending: deque[Part], holder: bool) -> Part | None:
     """The next part a worker may take: the first one for the holder, the first unpinned one for any other."""
     for index, part in enumerate(pending):
         if holder or not part.pinned:
@@ -46,10 +47,10 @@ class Wholes:
     """Hears the parts and tells ``listener`` of the whole jobs they came from: begin when the first part is
     taken, each outcome, end after the last part ends (with the digest and target error either part saw)."""
 
-    def __init__(self, jobs: list[Job], parts: list[Part], listener):
+    def __init__(self, jobs: list[Job], parts: list[Part], listener: Listener) -> None:
         self.listener = listener
         self.wholes = {job.entry.name: job for job in jobs}
-        self.left = {name: 0 for name in self.wholes}
+        self.left = dict.fromkeys(self.wholes, 0)
         for part in parts:
             self.left[part.job.entry.name] += 1
         self.finished: dict[str, Finished] = {}

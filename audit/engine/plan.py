@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
+from typing import TYPE_CHECKING
+
 from audit.contract import CHECK_NAMES, DEVICE_ORDER, DTYPE_ORDER
 from audit.registry.model import Entry
+
+if TYPE_CHECKING:  # names only: ``audit list`` plans without importing the cells' module or the checks' code
+    from audit.checks.interface import Check
+    from audit.results.outcome import CellKey
 
 #: Contract order as a rank: sorting by a dict lookup, not ``tuple.index`` (1,000 entries x 25 checks).
 _DTYPE_RANK = {dtype: rank for rank, dtype in enumerate(DTYPE_ORDER)}
 _BUILTIN = frozenset(CHECK_NAMES)
 
 
-def plan(entry: Entry, checks: dict, *, only=None, devices=None) -> list[CellKey]:
+def plan(entry: Entry, checks: Mapping[str, Check], *, only: Collection[str] | None = None,
+         devices: Collection[str] | None = None) -> list[CellKey]:
     """The entry's cells; ``only`` limits the checks, ``devices`` the devices."""
     from audit.results.outcome import CellKey  # here: ``audit list`` plans without cells, and without their module
 
@@ -19,10 +27,11 @@ def plan(entry: Entry, checks: dict, *, only=None, devices=None) -> list[CellKey
             for dtype in dtypes for device in chosen]
 
 
-def planned_checks(entry: Entry, checks: dict, *, only=None) -> list[tuple[str, tuple[str, ...]]]:
+def planned_checks(entry: Entry, checks: Mapping[str, Check], *,
+                   only: Collection[str] | None = None) -> list[tuple[str, tuple[str, ...]]]:
     """(name, dtypes in contract order) of each check the entry gets, in table order: :func:`plan` before
     its devices (each check's cells are its dtypes times the entry's devices)."""
-    found = []
+    found: list[tuple[str, tuple[str, ...]]] = []
     for name, check in checks.items():
         if only and name not in only:
             continue
@@ -36,16 +45,16 @@ def entry_devices(entry: Entry) -> list[str]:
     return sorted(entry.supports.devices, key=DEVICE_ORDER.index)
 
 
-def claims(entry: Entry, checks: dict, keys) -> dict[CellKey, bool]:
+def claims(entry: Entry, checks: Mapping[str, Check], keys: Iterable[CellKey]) -> dict[CellKey, bool]:
     """Whether each cell's property is claimed (or always required) for ``entry``."""
     return {key: claimed(entry, checks[key.check], key) for key in keys}
 
 
-def claimed(entry: Entry, check, key: CellKey) -> bool:
+def claimed(entry: Entry, check: Check, key: CellKey) -> bool:
     """The check's claim, narrowed to the cell's dtype where the check probes unclaimed dtypes."""
     return claimed_in(entry, check, key.dtype)
 
 
-def claimed_in(entry: Entry, check, dtype: str) -> bool:
+def claimed_in(entry: Entry, check: Check, dtype: str) -> bool:
     """The check's claim for ``entry`` in ``dtype`` (any device: a claim does not depend on it)."""
     return bool(check.claimed(entry)) and (check.dtype_claimed is None or check.dtype_claimed(entry, dtype))

@@ -8,15 +8,15 @@ import signal
 import tempfile
 import time
 from collections import deque
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
-from typing import Protocol
 
-from audit.engine.job import Finished, Job
+from audit.engine.job import Finished, Job, Listener
 from audit.engine.memory import EXIT_OUT_OF_MEMORY
-from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready,
-                                   Retiring, StartUp)
-from audit.engine.parts import Wholes, split, take
+from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, FromWorker, JobDone, Loaded,
+                                   Ready, Retiring, StartUp)
+from audit.engine.parts import Part, Wholes, split, take
 from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome, error_outcome
 from audit.runtime.channel import spawn, tail
@@ -36,7 +36,7 @@ MAX_RESTARTS = 3
 class Worker:
     """One worker process and the two pipes to it; its stdout and stderr go to a temporary log."""
 
-    def __init__(self, options: RunOptions, resources: tuple[str, ...] = ()):
+    def __init__(self, options: RunOptions, resources: tuple[str, ...] = ()) -> None:
         """``resources``: the per-worker resources the worker starts at start-up, by name (the holder of the cells of
         the checks that need them, see :mod:`audit.engine.parts`)."""
         self.log = tempfile.TemporaryFile()  # noqa: SIM115  (the worker's log, for as long as it lives: close())
@@ -64,7 +64,7 @@ class Worker:
         self.log.close()
 
 
-def _worker_env(options: RunOptions) -> dict:
+def _worker_env(options: RunOptions) -> dict[str, str]:
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
@@ -75,26 +75,13 @@ def _worker_env(options: RunOptions) -> dict:
     return env
 
 
-class Listener(Protocol):
-    """What hears the pool: each job's start, each of its outcomes as it arrives, and its end."""
-
-    def begin(self, job: Job) -> None:
-        """A worker takes ``job``."""
-
-    def outcome(self, job: Job, outcome: Outcome) -> None:
-        """A cell of ``job`` has its outcome (an error outcome when its worker died or hung)."""
-
-    def end(self, job: Job, finished: Finished) -> None:
-        """Every cell of ``job`` has its outcome."""
-
-
 @dataclass
 class Assignment:
     """An entry being audited by a worker: what is left, and what is running now."""
 
     job: Job
-    remaining: list
-    outcomes: list = field(default_factory=list)
+    remaining: list[CellKey]
+    outcomes: list[Outcome] = field(default_factory=list)
     digest: str | None = None
     target_error: str = ""
     current: CellKey | str | None = LOADING  #: a cell's key, LOADING, or None between cells
@@ -103,7 +90,7 @@ class Assignment:
     example: str = ""
     restarts: int = 0
     starting: str = ""
-    paused: tuple = ()
+    paused: tuple[float, ...] = ()  #: (the cell's budget, the seconds it had left) while start-up work runs
 
     def expect(self, current: CellKey | str | None, budget: float) -> None:
         """From now on ``current`` runs (a cell's key; LOADING; None between cells), for at most ``budget`` s."""
@@ -123,6 +110,10 @@ class Assignment:
         self.starting = what
 
 
+#: A worker and what it audits now (None: nothing).
+Slot = tuple[Worker, Assignment | None]
+
+
 def prestart(options: RunOptions, count: int, resources: tuple[str, ...] = ()) -> list[Worker]:
     """Start ``count`` workers now, so that their torch import overlaps the parent's planning; the first (the one
     that will hold the cells of the checks that need them) starts the per-worker ``resources``."""
@@ -138,7 +129,7 @@ def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: 
 
     Returns the environment the workers reported (each the same: one machine, one torch).
     """
-    slots: list[tuple[Worker, Assignment | None]] = []
+    slots: list[Slot] = []
     reported: list[Environment] = []
     wanted = max(1, min(options.jobs, len(jobs)))
     # One worker (the first slot, the holder) runs every cell of a check with a resource; with one worker, nothing
@@ -163,7 +154,8 @@ def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: 
     return reported[-1] if reported else Environment()
 
 
-def _assign(worker: Worker, assignment, pending: deque, listener: Listener, options: RunOptions, holder: bool):
+def _assign(worker: Worker, assignment: Assignment | None, pending: deque[Part], listener: Listener,
+            options: RunOptions, holder: bool) -> Slot:
     if assignment is not None:
         return worker, assignment
     part = take(pending, holder)
@@ -177,24 +169,25 @@ def _assign(worker: Worker, assignment, pending: deque, listener: Listener, opti
     return worker, assignment
 
 
-def _next_deadline(slots) -> float:
+def _next_deadline(slots: list[Slot]) -> float:
     now = time.monotonic()
     return max(0.0, min((a.deadline - now for _, a in slots if a), default=1.0))
 
 
-def _serve(worker: Worker, assignment, ready, options: RunOptions, listener: Listener,
-           reported: list[Environment]):
+def _serve(worker: Worker, assignment: Assignment | None, ready: Collection[object], options: RunOptions,
+           listener: Listener, reported: list[Environment]) -> Slot:
     if assignment is None:
         return worker, None
     if worker.inbox in ready:
         try:
             while worker.inbox.poll():
-                message = worker.inbox.recv()
+                message: FromWorker = worker.inbox.recv()
                 if isinstance(message, Retiring):
                     return _retire(worker, assignment, message.reason, options, listener)
-                assignment = _receive(assignment, message, options, listener, reported)
-                if assignment is None:
+                going_on = _receive(assignment, message, options, listener, reported)
+                if going_on is None:
                     return worker, None
+                assignment = going_on
         except (EOFError, OSError):
             return _replace(worker, assignment, f"the worker process {worker.death()}", options, listener)
     if time.monotonic() > assignment.deadline:
@@ -219,8 +212,8 @@ def _budget_note(assignment: Assignment, options: RunOptions) -> str:
     return ""
 
 
-def _receive(assignment: Assignment, message, options: RunOptions, listener: Listener,
-             reported: list[Environment]):
+def _receive(assignment: Assignment, message: FromWorker, options: RunOptions, listener: Listener,
+             reported: list[Environment]) -> Assignment | None:
     match message:
         case Ready(found):
             reported.append(found)
@@ -253,7 +246,7 @@ def _record(assignment: Assignment, outcome: Outcome, listener: Listener) -> Non
     listener.outcome(assignment.job, outcome)
 
 
-def _retire(worker: Worker, assignment: Assignment, reason: str, options: RunOptions, listener: Listener):
+def _retire(worker: Worker, assignment: Assignment, reason: str, options: RunOptions, listener: Listener) -> Slot:
     """The worker may be damaged (``reason``; see :mod:`audit.runtime.health`): end it, blaming nothing (its last
     cell has its outcome), and give what is left of the entry to a fresh worker."""
     worker.close()
@@ -262,7 +255,7 @@ def _retire(worker: Worker, assignment: Assignment, reason: str, options: RunOpt
 
 
 def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOptions, listener: Listener,
-             note: str = ""):
+             note: str = "") -> Slot:
     """The worker died or hung: blame the running cell, start a new worker, go on with the rest."""
     worker.close()
     current = assignment.current
@@ -288,7 +281,7 @@ def _count_loss(assignment: Assignment, listener: Listener, how: str) -> None:
             _record(assignment, error_outcome(key, message), listener)
 
 
-def _go_on(fresh: Worker, assignment: Assignment, options: RunOptions, listener: Listener):
+def _go_on(fresh: Worker, assignment: Assignment, options: RunOptions, listener: Listener) -> Slot:
     """``fresh`` takes the cells of ``assignment`` still to run; the entry ends when none are."""
     if not assignment.remaining:
         _end(assignment, listener)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from audit.checks.interface import NotApplicable, Violation
 from audit.errors import first_line
 from audit.frames import user_site
 
+if TYPE_CHECKING:
+    from audit.checks.interface import Check
+    from audit.inputs.case import Case
+    from audit.runtime.subject import Subject
 
-def replay_case(check, subject, case) -> str:
+
+def replay_case(check: Check, subject: Subject, case: Case) -> str:
     """The failure ``check`` shows on ``case`` (its message, or the exception the target raised), or ``""``
     when the property holds there. The global generators are seeded as the cell seeded them, so a target
     that draws from them draws what it drew in the audit."""
@@ -19,7 +26,7 @@ def replay_case(check, subject, case) -> str:
         return _failure(check, subject, case)
 
 
-def _failure(check, subject, case) -> str:
+def _failure(check: Check, subject: Subject, case: Case) -> str:
     try:
         check.run(subject, case)
     except NotApplicable:

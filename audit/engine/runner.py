@@ -4,8 +4,10 @@ run the rest in workers, judge each outcome as it arrives, stream progress."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from audit.checks import resources
 from audit.contract import DEVICE_ORDER, DTYPE_ORDER
@@ -13,7 +15,7 @@ from audit.engine.cache import Cache, audit_digest, cell_key, code_fingerprint
 from audit.engine.environment import forget as forget_environment, known as stored_environment
 from audit.engine.job import Finished, Job
 from audit.engine.plan import claims, plan
-from audit.engine.pool import run_jobs
+from audit.engine.pool import Worker, run_jobs
 from audit.engine.worker import environment as local_environment
 from audit.registry.load import today
 from audit.registry.model import Entry, Registry
@@ -22,6 +24,9 @@ from audit.results.cells import Cell, judge
 from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome
 from audit.runtime.options import RunOptions
+
+if TYPE_CHECKING:
+    from audit.checks.interface import Check
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,10 @@ class Event:
     cells_total: int = 0
 
 
+#: Hears every :class:`Event` of a run, as it happens.
+OnEvent = Callable[[Event], object]
+
+
 @dataclass(frozen=True)
 class RunResult:
     """Every audited entry, in registry order, the workers' environment, and what the cache served."""
@@ -59,8 +68,10 @@ class RunResult:
     computed: int = 0
 
 
-def audit_entries(registry: Registry, entries: list[Entry], checks: dict, options: RunOptions, *, only=None,
-                  devices=None, on_event=lambda event: None, workers=None, out: str | None = None) -> RunResult:
+def audit_entries(registry: Registry, entries: list[Entry], checks: Mapping[str, Check], options: RunOptions, *,
+                  only: Collection[str] | None = None, devices: Collection[str] | None = None,
+                  on_event: OnEvent = lambda event: None, workers: list[Worker] | None = None,
+                  out: str | None = None) -> RunResult:
     """Audit ``entries``; never prints. Cells are judged as they arrive and streamed to ``on_event``.
     ``out``: the folder the caller writes replay scripts to, which a cell's further failures name.
 
@@ -92,8 +103,8 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: dict, option
                      computed=sum(len(job.cells) for job in left))
 
 
-def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers, known: Environment | None,
-             pinned: frozenset[str], needed: tuple[str, ...] = ()) -> Environment:
+def _compute(jobs: list[Job], options: RunOptions, collector: Collector, workers: list[Worker] | None,
+             known: Environment | None, pinned: frozenset[str], needed: tuple[str, ...] = ()) -> Environment:
     """Run ``jobs`` in workers (none started when there are none; the ``pinned`` checks' cells in one of them,
     which starts the ``needed`` per-worker resources);
     the workers' environment, or with none started, this process's (``known`` when the result cache's store
@@ -123,7 +134,8 @@ class Served:
         return self.outcomes.get(outcome.key) is not outcome
 
 
-def _look_up(jobs: list[Job], checks: dict, options: RunOptions, cache: Cache, environment: Environment) -> dict:
+def _look_up(jobs: list[Job], checks: Mapping[str, Check], options: RunOptions, cache: Cache,
+             environment: Environment) -> dict[str, Served]:
     """What the cache holds for each job's cells, by entry name."""
     audit = audit_digest()
     base, folder = Path(options.base), Path(options.checks_dir) if options.checks_dir else None
@@ -131,11 +143,13 @@ def _look_up(jobs: list[Job], checks: dict, options: RunOptions, cache: Cache, e
                                     code_fingerprint(job.entry, base, folder), audit) for job in jobs}
 
 
-def _served(job: Job, checks: dict, options: RunOptions, cache: Cache, environment: Environment, code,
-            audit) -> Served:
+def _served(job: Job, checks: Mapping[str, Check], options: RunOptions, cache: Cache, environment: Environment,
+            code: dict[str, str] | None, audit: str) -> Served:
     if code is None:
         return Served()
-    keys, outcomes, digest = {}, {}, None
+    keys: dict[CellKey, str] = {}
+    outcomes: dict[CellKey, Outcome] = {}
+    digest: str | None = None
     for key in job.cells:
         keys[key] = cell_key(job.entry, checks[key.check], key, job.claimed[key], options, environment, code, audit)
         found = cache.get(keys[key])
@@ -144,7 +158,8 @@ def _served(job: Job, checks: dict, options: RunOptions, cache: Cache, environme
     return Served(keys, outcomes, digest)
 
 
-def _job(entry: Entry, checks: dict, options: RunOptions, only, devices) -> Job:
+def _job(entry: Entry, checks: Mapping[str, Check], options: RunOptions, only: Collection[str] | None,
+         devices: Collection[str] | None) -> Job:
     keys = plan(entry, checks, only=only, devices=devices)
     return Job(entry, tuple(keys), claims(entry, checks, keys), options)
 
@@ -154,7 +169,7 @@ class Judging:
     """What judging a cell takes besides its outcome: the check table, what its replay command names (registry,
     seed, compile backend) and the folder its replay scripts go to."""
 
-    checks: dict
+    checks: Mapping[str, Check]
     registry: str
     seed: int
     backend: str
@@ -165,7 +180,8 @@ class Collector:
     """Hears each job's start, outcomes and end (from the pool, or from the cache alone): judges each outcome,
     stores the fresh ones in the cache, streams :class:`Event` s, and keeps the counts and each entry's result."""
 
-    def __init__(self, jobs: list[Job], judging: Judging, cache: Cache | None, served: dict, on_event):
+    def __init__(self, jobs: list[Job], judging: Judging, cache: Cache | None, served: dict[str, Served],
+                 on_event: OnEvent) -> None:
         self.judging, self.cache, self._served, self.on_event = judging, cache, served, on_event
         self.total, self.cells_total = len(jobs), sum(len(job.cells) for job in jobs)
         self.done = self.cells_done = 0
@@ -218,7 +234,7 @@ def _judge(job: Job, outcome: Outcome, judging: Judging) -> Cell:
                  replays=_replays(entry.name, outcome, judging.out))
 
 
-def _replays(name: str, outcome, out: str | None) -> tuple[str, ...]:
+def _replays(name: str, outcome: Outcome, out: str | None) -> tuple[str, ...]:
     """The command that runs each of the outcome's failures' replay scripts in ``out`` (none without one)."""
     if out is None or not outcome.others:
         return ()
@@ -227,12 +243,12 @@ def _replays(name: str, outcome, out: str | None) -> tuple[str, ...]:
                  for n in range(1, len(outcome.others) + 2))
 
 
-def _order(checks: dict):
+def _order(checks: Mapping[str, Check]) -> Callable[[Cell], tuple[int, int, int]]:
     names = list(checks)
     return lambda cell: (names.index(cell.check), DTYPE_ORDER.index(cell.dtype), DEVICE_ORDER.index(cell.device))
 
 
-def repro_command(name: str, key, seed: int, registry: str, backend: str = "aot_eager") -> str:
+def repro_command(name: str, key: CellKey, seed: int, registry: str, backend: str = "aot_eager") -> str:
     """The one command that replays a cell."""
     command = ["audit", "repro", name, key.check, "--dtype", key.dtype, "--device", key.device, "--seed", str(seed)]
     if key.check == "compile" and backend != "aot_eager":

@@ -15,17 +15,23 @@ import sys
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from audit.engine import memory
 from audit.engine.job import Job
-from audit.engine.messages import (CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready, Retiring,
+from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready, Retiring,
                                    StartUp)
 from audit.results.environment import Environment
-from audit.results.outcome import Verdict, error_outcome
+from audit.results.outcome import CellKey, Outcome, Verdict, error_outcome
 from audit.runtime import health
 from audit.runtime.channel import connect, keep_tails
 from audit.runtime.reaper import become_subreaper
 from audit.runtime.startup import report_to
+
+if TYPE_CHECKING:  # names only: the worker imports the checks and the target's loader when it needs them
+    from audit.checks.interface import Check
+    from audit.inputs.case import Case
+    from audit.runtime.target import Target
 
 
 #: What the first cell would otherwise import: the audit's cell runner (Hypothesis) and what torch imports on
@@ -59,7 +65,7 @@ def main(argv: list[str]) -> int:
     outbox.send(Ready(environment()))
     while True:
         try:
-            message = inbox.recv()
+            message: Assign = inbox.recv()
         except EOFError:  # the parent closed the pipe: no more work
             return 0
         served += 1
@@ -94,7 +100,9 @@ def _job(job: Job, outbox: Connection, bounds: health.Bounds) -> str:
     checks = _checks(job.options.checks_dir)
     with isolated():
         target = _load(job, outbox)
-        for key in job.cells if target else ():
+        if target is None:  # every cell is an error already
+            return ""
+        for key in job.cells:
             outbox.send(CellStarted(key))
             outcome = _cell(target, checks[key.check], key, job, outbox)
             end_strays()  # what the cell started ends with it
@@ -118,7 +126,7 @@ def _retire(reason: str, inbox: Connection, outbox: Connection) -> None:
             os._exit(0)
 
 
-def _load(job: Job, outbox: Connection):
+def _load(job: Job, outbox: Connection) -> Target | None:
     """The entry's target, announced to the parent; None, and every cell an error, when it cannot be loaded."""
     from audit.runtime.target import TargetError, resolve
 
@@ -133,12 +141,15 @@ def _load(job: Job, outbox: Connection):
     return target
 
 
-def _cell(target, check, key, job: Job, outbox: Connection):
+def _cell(target: Target, check: Check, key: CellKey, job: Job, outbox: Connection) -> Outcome:
     """One cell's outcome; an error outcome when the audit itself fails on it."""
     from audit.engine.cell import run_cell
 
     options = job.options
-    on_example = lambda case: outbox.send(ExampleDrawn(case.describe()))  # noqa: E731
+
+    def on_example(case: Case) -> None:
+        outbox.send(ExampleDrawn(case.describe()))
+
     try:
         return run_cell(job.entry, target, check, key, options, job.claimed[key], on_example)
     except MemoryError as exc:
@@ -154,10 +165,10 @@ def _cell(target, check, key, job: Job, outbox: Connection):
 AUDIT_FAILED = "the audit failed: "
 
 
-_TABLES: dict = {}
+_TABLES: dict[str | None, dict[str, Check]] = {}
 
 
-def _checks(folder: str | None) -> dict:
+def _checks(folder: str | None) -> dict[str, Check]:
     from audit.checks import table
 
     if folder not in _TABLES:

@@ -29,7 +29,7 @@ class TensorArg:
         if np.iscomplexobj(flat):
             data["imag"] = flat.imag.tolist()
         if self.sparse_layout:
-            data.update(sparse_layout=self.sparse_layout, pattern=self.pattern.reshape(-1).tolist())
+            data.update(sparse_layout=self.sparse_layout, pattern=self._pattern().reshape(-1).tolist())
         return data
 
     def describe(self) -> str:
@@ -37,7 +37,14 @@ class TensorArg:
         shape = f"[{', '.join(map(str, self.values.shape))}]"
         if not self.sparse_layout:
             return shape
-        return f"{shape} {self.sparse_layout} ({int(self.pattern.sum())} of {self.pattern.size} specified)"
+        pattern = self._pattern()
+        return f"{shape} {self.sparse_layout} ({int(pattern.sum())} of {pattern.size} specified)"
+
+    def _pattern(self) -> np.ndarray:
+        """A sparse argument's pattern, which it always has."""
+        if self.pattern is None:
+            raise ValueError(f"a {self.sparse_layout} argument without its pattern")
+        return self.pattern
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,7 @@ class Case:
         return data
 
     @staticmethod
-    def from_json(data: dict) -> "Case":
+    def from_json(data: dict) -> Case:
         """The inverse of :meth:`to_json`."""
         return Case(dims=tuple(data["dims"].items()), args=tuple(_arg(a) for a in data["args"]),
                     layouts=tuple(data.get("layouts", ())), in_dims=tuple(data.get("in_dims", ())))

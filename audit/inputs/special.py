@@ -12,12 +12,13 @@ probe excuses the disagreement; a wrong gradient at a smooth one fails.
 from __future__ import annotations
 
 import json
+from typing import TypeGuard
 
 import numpy as np
 
 from audit.inputs.case import Case, TensorArg, ValueArg
 from audit.inputs.strategies import KINK_MARGIN, away_from_kinks
-from audit.registry.model import FLOAT_DTYPES, Entry, TensorSpec
+from audit.registry.model import FLOAT_DTYPES, Entry, TensorSpec, ValueSpec
 
 #: The side of a square matrix is tried at this size (within its range): 3x3 matrices have room for a repeated
 #: singular value beside a distinct one, and a rotation in a plane beside a fixed axis. Other dims at SMALL.
@@ -42,7 +43,7 @@ def special_cases(entry: Entry) -> tuple[Case, ...]:
               else None for spec in entry.inputs]
     base = [_generic(spec, shape, i) if shape is not None else None for i, (spec, shape) in
             enumerate(zip(entry.inputs, shapes))]
-    found = {}
+    found: dict[str, Case] = {}
     for kind in KINDS:
         values = _kind(kind, entry, shapes, base)
         if values is not None:
@@ -91,7 +92,7 @@ def _equal_arguments(entry: Entry, shapes, base):
     return values if used else None
 
 
-def _shapeable(spec) -> bool:
+def _shapeable(spec: TensorSpec | ValueSpec) -> TypeGuard[TensorSpec]:
     """A dense floating input the audit differentiates: the special points are for it."""
     return isinstance(spec, TensorSpec) and spec.differentiable and not spec.sparse_layout and (
         spec.dtype is None or spec.dtype in FLOAT_DTYPES)
@@ -191,7 +192,7 @@ def _unit_part(low: float, high: float) -> tuple[float, float]:
 
 
 def _case(entry: Entry, sizes: dict, values: list) -> Case:
-    args = []
+    args: list[TensorArg | ValueArg] = []
     for spec, v in zip(entry.inputs, values):
         if not isinstance(spec, TensorSpec):
             args.append(ValueArg(spec.value))

@@ -62,12 +62,12 @@ def _range(entry: Entry, name: str, min_batch: int) -> tuple[int, int]:
 def _in_dims(draw, args) -> tuple:
     """A batch position per tensor argument (0 first, so shrinking prefers it); None for the rest."""
     tensors = [i for i, a in enumerate(args) if isinstance(a, TensorArg)]
-    positions = []
+    positions: list[int | None] = []
     for i, arg in enumerate(args):
         if i not in tensors:
             positions.append(None)
             continue
-        choices = list(range(arg.values.ndim + 1))
+        choices: list[int | None] = list(range(arg.values.ndim + 1))
         if i != tensors[0]:
             choices.insert(1, None)
         positions.append(draw(st.sampled_from(choices)))

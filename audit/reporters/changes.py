@@ -34,9 +34,9 @@ def render_text(d: Diff) -> str:
     regressions = d.of("regression")
     if regressions:
         lines += ["", TITLES["regression"] + ", by owner:"]
-        for owner, changes in _by_owner(regressions):
+        for owner, owned in _by_owner(regressions):
             lines.append(f"  {owner}")
-            for c in changes:
+            for c in owned:
                 lines.append(f"    {c.where}: {c.old} -> {c.new} ({cause(d, c)}): {c.message}")
                 lines.append(f"      repro: {c.repro}")
     for kind in CLASSES[1:]:
@@ -58,10 +58,11 @@ def render_markdown(d: Diff) -> str:
     regressions = d.of("regression")
     if regressions:
         lines += ["", f"### {TITLES['regression']}"]
-        for owner, changes in _by_owner(regressions):
-            lines += ["", f"**{markdown_text(owner)}**", "", "| cell | was | now | why | message | repro |", "|---|---|---|---|---|---|"]
+        for owner, owned in _by_owner(regressions):
+            lines += ["", f"**{markdown_text(owner)}**", "", "| cell | was | now | why | message | repro |",
+                      "|---|---|---|---|---|---|"]
             lines += [f"| {c.where} | {c.old} | {c.new} | {cause(d, c)} | {markdown_text(c.message)} | `{c.repro}` |"
-                      for c in changes]
+                      for c in owned]
     for kind in CLASSES[1:]:
         changes = d.of(kind)
         if changes:

@@ -4,8 +4,8 @@ GitHub shows only the first few annotations of a step, so the full report is pri
 summary (verdict, failures, the matrix folded away) is kept under GitHub's 1 MiB limit.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: it binds the name ``annotations``, this module's main function
+# (the annotations below need no postponing: every name they use is imported).
 from audit.reporters import markdown
 from audit.reporters.common import (also_lines, further_failures, headline, markdown_text, printable, problems,
                                     registry_of)
@@ -48,7 +48,7 @@ def summary(matrix: Matrix) -> str:
     found = problems(matrix)
     if found:
         lines += ["| entry | check | cell | owner | message | replay |", "|---|---|---|---|---|---|"]
-        lines += [_summary_row(e, c, failure) for e, c in found for failure in [c, *further_failures(c)]]
+        lines += [_summary_row(e, c, failure) for e, c in found for failure in _failures(c)]
         lines.append("")
     head = "\n".join(lines)
     full = markdown.render(matrix)
@@ -67,6 +67,11 @@ def _summary_row(entry: MatrixEntry, cell: Cell, failure: Cell | CellFailure) ->
     return (f"| {markdown_text(entry.name)} | {cell.check} | {status} ({cell.dtype}, {cell.device}) | "
             f"{markdown_text(', '.join(entry.owners))} | {markdown_text(failure.message)} | "
             f"`{markdown_text(failure.repro)}` |")
+
+
+def _failures(cell: Cell) -> list[Cell | CellFailure]:
+    """The cell's first failure (the cell itself says it), then its further ones."""
+    return [cell, *further_failures(cell)]
 
 
 def _data(text: str) -> str:

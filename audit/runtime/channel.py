@@ -6,6 +6,7 @@ The protocol has pipes of its own, never the child's stdout: whatever the code u
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -13,16 +14,34 @@ import sys
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from typing import Protocol
 
 #: How much of the end of a child's log is read to quote its last lines.
 TAIL_BYTES = 64 << 10
+
+
+class Process(Protocol):
+    """What the audit uses of a child process: a :class:`subprocess.Popen`, or a :class:`Forked` child."""
+
+    @property
+    def pid(self) -> int:
+        """The child's process id."""
+
+    def poll(self) -> int | None:
+        """The exit code once the child ended, None while it runs."""
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the child to end; its exit code."""
+
+    def kill(self) -> None:
+        """SIGKILL the child."""
 
 
 @dataclass(frozen=True)
 class Child:
     """A started child: its process, the pipe to it and the pipe from it."""
 
-    process: subprocess.Popen
+    process: Process
     outbox: Connection
     inbox: Connection
 
@@ -75,10 +94,8 @@ def _child(run, env: dict, log, inbox: int, outbox: int) -> None:
         traceback.print_exc()
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(Exception):  # a stream closed under it: nothing more to say
                 stream.flush()
-            except Exception:  # a stream closed under it: nothing more to say
-                pass
         os._exit(code if isinstance(code, int) else 1)  # no atexit handler or finalizer of the parent's
 
 
@@ -95,8 +112,9 @@ class Forked:
     """A forked child, with the part of :class:`subprocess.Popen` the audit uses: ``pid``, ``returncode``,
     ``poll()``, ``wait()`` and ``kill()``."""
 
-    def __init__(self, pid: int):
-        self.pid, self.returncode = pid, None
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
 
     def poll(self) -> int | None:
         """The exit code once the child ended (reaping it), None while it runs."""
@@ -112,12 +130,12 @@ class Forked:
 
     def wait(self, timeout: float | None = None) -> int:
         """Wait for the child to end (at most ``timeout`` s: then :class:`subprocess.TimeoutExpired`)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
+        start = time.monotonic()
+        while (code := self.poll()) is None:
+            if timeout is not None and time.monotonic() > start + timeout:
                 raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout)
             time.sleep(0.01)
-        return self.returncode
+        return code
 
     def kill(self) -> None:
         """SIGKILL the child, if it still runs."""

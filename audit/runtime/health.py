@@ -33,6 +33,7 @@ below where a neighbour starts to fail. A checkup takes under a millisecond.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import mmap
@@ -281,10 +282,8 @@ def forked_strays() -> list[int]:
         data += chunk
     for i in range(0, len(data) - 3, 4):
         pid = int.from_bytes(data[i:i + 4], "little")
-        try:
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)  # it ends right after writing
-        except ChildProcessError:
-            pass
         _STRAYS.append(pid)
     return list(_STRAYS[2:])
 

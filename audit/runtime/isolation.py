@@ -61,7 +61,7 @@ class GlobalState:
     rng: tuple
 
     @staticmethod
-    def capture() -> "GlobalState":
+    def capture() -> GlobalState:
         """The state now."""
         cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
         return GlobalState(parts={name: read() for name, (read, _) in PARTS.items()},

@@ -11,6 +11,7 @@ ranks, :func:`keep`); a worker or rank that is closed takes its group and its wh
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -125,10 +126,8 @@ def _shut_compile_workers() -> None:
 
     async_compile = sys.modules.get("torch._inductor.async_compile")
     if async_compile is not None and hasattr(async_compile, "shutdown_compile_workers"):
-        try:
+        with contextlib.suppress(Exception):  # a pool that cannot shut down is killed with the rest
             async_compile.shutdown_compile_workers()
-        except Exception:  # a pool that cannot shut down is killed with the rest
-            pass
 
 
 def end_group(process) -> None:

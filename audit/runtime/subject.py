@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -55,11 +56,11 @@ class Subject:
         """The target on ``args``, guarded (see :meth:`guard`)."""
         return self.evaluate(*args)
 
-    def evaluate(self, *args):
+    def evaluate(self, *args: Any) -> Any:
         """The target on ``args``, guarded (see :meth:`guard`): what every check calls."""
         return self.guard(self.target.fn)(*args)
 
-    def evaluate_reference(self, *args):
+    def evaluate_reference(self, *args: Any) -> Any:
         """The reference on ``args``, guarded like the target, so that it draws the target's noise; a sparse
         argument reaches it dense, and its gradient comes back on the argument's pattern (see ``through_dense``)."""
         return self.guard(through_dense(self.target.reference))(*args)

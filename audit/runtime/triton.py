@@ -6,9 +6,9 @@ tensors natively, and whether ``@triton.jit`` builds an interpreted kernel is fi
 imported). Where no CUDA device is present, the worker of a run with such an entry sets ``TRITON_INTERPRET=1``
 at start-up, before anything imports triton (:func:`at_start`): ``@triton.jit`` then builds interpreted kernels,
 which run on CPU tensors through numpy, and the entry's CPU cells audit them. Only runs with such an entry, and
-only machines without CUDA, interpret anything. An exception raised inside the interpreter itself is a limitation of the interpreter (a
-Python float argument used as ``arg.to(tl.float32)``, say), not a verdict on the kernel: such a cell is a skip
-naming it.
+only machines without CUDA, interpret anything. An exception raised inside the interpreter itself is a limitation of
+the interpreter (a Python float argument used as ``arg.to(tl.float32)``, say), not a verdict on the kernel: such a
+cell is a skip naming it.
 """
 
 from __future__ import annotations
@@ -60,5 +60,6 @@ def limitation(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     if not any(fragment in f.filename for f in frames for fragment in INTERPRETER_FRAMES):
         return ""
-    return (f"Triton's interpreter cannot run this kernel ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}): "
+    said = str(exc).splitlines()[0] if str(exc) else ""
+    return (f"Triton's interpreter cannot run this kernel ({type(exc).__name__}: {said}): "
             "a limitation of the interpreter, not a verdict on the kernel; audit it on a CUDA device")

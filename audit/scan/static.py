@@ -36,7 +36,8 @@ class _Module:
 def scan_sources(paths, root: Path | None = None) -> list[Finding]:
     """Every custom Function and operator defined under ``paths`` (files or folders)."""
     root = (root or Path.cwd()).resolve()
-    files = sorted({f.resolve() for p in map(Path, paths) for f in (p.rglob("*") if p.is_dir() else [p]) if f.is_file()})
+    files = sorted({f.resolve() for p in map(Path, paths) for f in (p.rglob("*") if p.is_dir() else [p])
+                    if f.is_file()})
     modules, findings = [], []
     for file in files:
         if file.suffix == ".py":
@@ -73,7 +74,8 @@ class _Visitor(ast.NodeVisitor):
     """One module: its import table, its classes (with qualnames), its operator definitions."""
 
     def __init__(self, module: _Module, findings: list):
-        self.module, self.findings, self.scope = module, findings, []
+        self.module, self.findings = module, findings
+        self.scope: list[str] = []
         self.libraries: dict[str, str] = {}
 
     def visit_Import(self, node):
@@ -97,7 +99,8 @@ class _Visitor(ast.NodeVisitor):
         full = self._resolve(node.value) if isinstance(node.value, (ast.Name, ast.Attribute)) else None
         if isinstance(target, ast.Name) and full:
             self.module.imports[target.id] = full  # Function = torch.autograd.Function, and the like
-        if isinstance(target, ast.Name) and isinstance(node.value, ast.Call) and self._resolve(node.value.func) in LIBRARY:
+        if (isinstance(target, ast.Name) and isinstance(node.value, ast.Call)
+                and self._resolve(node.value.func) in LIBRARY):
             namespace = _string(node.value.args[0]) if node.value.args else None
             if namespace:
                 self.libraries[target.id] = namespace
@@ -182,7 +185,8 @@ def _functions(modules: list[_Module], root: Path) -> list[Finding]:
     return found
 
 
-_BLOCK = re.compile(r"\b(TORCH_LIBRARY|TORCH_LIBRARY_FRAGMENT|TORCH_LIBRARY_IMPL)\s*\(\s*(\w+)\s*,\s*(\w+)(?:\s*,\s*(\w+))?\s*\)\s*\{")
+_BLOCK = re.compile(r"\b(TORCH_LIBRARY|TORCH_LIBRARY_FRAGMENT|TORCH_LIBRARY_IMPL)\s*\("
+                    r"\s*(\w+)\s*,\s*(\w+)(?:\s*,\s*(\w+))?\s*\)\s*\{")
 _DEF = re.compile(r"\b\w+\s*\.\s*def\s*\(\s*(?:TORCH_SELECTIVE_SCHEMA\s*\()?\s*\"([A-Za-z_][\w.]*)")
 _IMPL = re.compile(r"\b\w+\s*\.\s*impl\s*\(\s*(?:TORCH_SELECTIVE_NAME\s*\()?\s*\"([A-Za-z_][\w.:]*)\"")
 

@@ -8,6 +8,7 @@ import math
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -31,15 +32,16 @@ def stubs(findings: list[Finding], registry, *, root: Path, load: list[str]) -> 
         name = _unique(_snake(finding.target), taken)
         taken.add(name)
         owner = codeowners.owners(rules, _relative(finding.source, root)) if finding.source else []
-        entry = {"name": name, "owner": owner[0] if len(owner) == 1 else owner or PLACEHOLDER,
-                 "kind": finding.kind, "target": finding.target}
+        entry: dict[str, Any] = {"name": name, "owner": owner[0] if len(owner) == 1 else owner or PLACEHOLDER,
+                                 "kind": finding.kind, "target": finding.target}
         if finding.kind == "op" and load:
             entry["load"] = list(load)
         inputs, dims = infer(finding)
         entry["inputs"] = inputs
         if dims:
             entry["dims"] = dims
-        seen = {a[2] for c in finding.calls for a in c.args if a[0] == "tensor" and a[2].startswith(("float", "bfloat"))}
+        seen = {a[2] for c in finding.calls for a in c.args
+                if a[0] == "tensor" and a[2].startswith(("float", "bfloat"))}
         devices = sorted({a[4] for c in finding.calls for a in c.args if a[0] == "tensor"})
         # float64 is claimed beside what was seen: gradients are judged by finite differences in it.
         dtypes = [d for d in DTYPE_ORDER if d in seen | {"float64"}]
@@ -72,7 +74,8 @@ def commented(entries: list[dict], findings: list[Finding]) -> str:
             f"# {finding.target}{seen} is made inside {module}.{factory}() and cannot be imported by name.",
             "# To audit it, write a function that makes it and applies it, e.g. in your package or checks/:",
             f"#     def {wrapper}(*tensors):",
-            f"#         return {module}.{factory}(...).apply(*tensors)  # the factory's arguments, as the model uses them",
+            f"#         return {module}.{factory}(...).apply(*tensors)"
+            "  # the factory's arguments, as the model uses them",
             "# then add this entry under entries (target: that function), fill in the owner and check the inputs:",
             *(f"#   {line}" for line in body.rstrip("\n").splitlines())]))
     return "\n\n".join(blocks) + "\n" if blocks else ""
@@ -89,9 +92,10 @@ def infer(finding: Finding) -> tuple[list, dict]:
             for axis in range(len(first[1])):
                 positions[(i, axis)] = [c.args[i][1][axis] for c in calls]
     names: dict[tuple, str] = {}
-    for key, sizes in positions.items():
+    for sizes in positions.values():
         if len(set(sizes)) > 1 and tuple(sizes) not in names:
-            names[tuple(sizes)] = SYMBOLS[len(names) % len(SYMBOLS)] + ("" if len(names) < len(SYMBOLS) else str(len(names)))
+            names[tuple(sizes)] = (SYMBOLS[len(names) % len(SYMBOLS)]
+                                   + ("" if len(names) < len(SYMBOLS) else str(len(names))))
     inputs, dims = [], {}
     for i in range(arity):
         first = calls[0].args[i]
@@ -107,7 +111,7 @@ def infer(finding: Finding) -> tuple[list, dict]:
                 symbol = names[tuple(sizes)]
                 shape.append(symbol)
                 dims[symbol] = [min(sizes), min(max(sizes), min(sizes) + SPAN)]
-        spec = {"shape": shape}
+        spec: dict[str, Any] = {"shape": shape}
         low = min(c.args[i][6] for c in calls)
         high = max(c.args[i][7] for c in calls)
         if first[2].startswith(("float", "bfloat")):

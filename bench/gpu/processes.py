@@ -3,6 +3,7 @@ it started when its time is up (SIGTERM first, which the audit and pytest unwind
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -90,17 +91,13 @@ class _Running:
     def stop(self) -> Finished:
         """SIGTERM to its process group; after :data:`STOPPING` seconds, SIGKILL to whatever is left in it."""
         _signal_group(self.process.pid, signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(STOPPING)
-        except subprocess.TimeoutExpired:
-            pass
         _signal_group(self.process.pid, signal.SIGKILL)
         self.process.wait()
         return Finished(None, time.monotonic() - self.start)
 
 
 def _signal_group(pid: int, sign: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # the whole group has ended
         os.killpg(pid, sign)
-    except ProcessLookupError:  # the whole group has ended
-        pass

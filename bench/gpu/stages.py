@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from audit.contract import Status as CellStatus
 from bench.gpu import compare, junit, processes

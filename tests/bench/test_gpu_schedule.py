@@ -152,7 +152,7 @@ def test_the_markdown_summary_has_a_row_per_stage_and_what_a_failed_stage_found(
 
 
 def test_a_pipe_in_a_detail_does_not_break_the_table(tmp_path):
-    clock, ran = Clock(), []
+    clock = Clock()
     piped = stages.Stage("pytest", 100, True, "", lambda ctx, allowed: StageResult("pytest", Status.PASS, "a | b"))
     text = summary.to_markdown(acceptance(context(tmp_path, clock), (piped,), environment=environment_giving(CUDA)))
     assert "| pytest | pass | 0 | a \\| b |" in text

@@ -60,7 +60,8 @@ def fake_pytest(monkeypatch, report: str | None, returncode: int | None):
         command.log.parent.mkdir(parents=True, exist_ok=True)
         command.log.write_text("collected 5 items\n")
         if report is not None:
-            open(xml, "w").write(report)
+            with open(xml, "w") as out:
+                out.write(report)
         return Finished(returncode, 1.0)
 
     monkeypatch.setattr(processes, "run", run)

@@ -33,7 +33,8 @@ def test_check_catches_its_bug(tmp_path, broken, check, spec, words, twin):
     assert words in found.message
 
 
-@pytest.mark.parametrize("broken, check, spec, words, twin", CASES, ids=[c[4].split(":")[1] + "-" + c[1] for c in CASES])
+@pytest.mark.parametrize("broken, check, spec, words, twin", CASES,
+                         ids=[c[4].split(":")[1] + "-" + c[1] for c in CASES])
 def test_check_passes_the_correct_twin(tmp_path, broken, check, spec, words, twin):
     spec = {**spec, "mutates": spec.get("mutates", [])}
     found = observe(entry(tmp_path, target=twin, **spec), check)
@@ -102,7 +103,8 @@ OPS = {"kind": "op", "load": ["tests.fixtures.ops"]}
 
 
 def test_op_schema_and_registry_must_agree_on_mutation(tmp_path):
-    spec = {**OPS, "target": "audit_tests::scale_into", "inputs": [{"shape": ["N"]}, {"shape": ["N"], "requires_grad": False}]}
+    spec = {**OPS, "target": "audit_tests::scale_into",
+            "inputs": [{"shape": ["N"]}, {"shape": ["N"], "requires_grad": False}]}
     found = observe(entry(tmp_path, **spec), "alias")
     assert found.verdict == VIOLATED and "marks arguments [1] as mutable" in found.message
     assert observe(entry(tmp_path, mutates=[1], **spec), "alias").verdict == HELD

@@ -44,7 +44,8 @@ def test_a_correct_target_passes_where_the_reference_gradient_is_nan(tmp_path, c
 
 def test_a_wrong_gradient_where_the_reference_is_nan_still_fails(tmp_path):
     spec = entry(tmp_path, target=f"{S}:MaskedSin", reference=f"{D}:sin_undefined_at_zero", **VECTOR)
-    with pytest.raises(Violation, match=r"reference.s gradient is undefined or unreliable here.*smooth point.*analytic 0\b.*numeric 1\b"):
+    with pytest.raises(Violation, match=r"reference.s gradient is undefined or unreliable here.*smooth point"
+                                        r".*analytic 0\b.*numeric 1\b"):
         judged(spec, "dtype", [0.0, 0.5])
 
 

@@ -7,8 +7,8 @@ import pytest
 from audit.results.outcome import VIOLATED
 from tests.helpers import entry, observe
 
-SPEC = {"target": "tests.fixtures.hostile:Speechless", "inputs": [{"shape": ["B", "N"]}], "dims": {"B": [1, 2], "N": [1, 3]},
-        "supports": {"forward_ad": True, "autocast": True, "noncontiguous": True}}
+SPEC = {"target": "tests.fixtures.hostile:Speechless", "inputs": [{"shape": ["B", "N"]}],
+        "dims": {"B": [1, 2], "N": [1, 3]}, "supports": {"forward_ad": True, "autocast": True, "noncontiguous": True}}
 
 
 @pytest.mark.parametrize("check, target", [("gradcheck", "Speechless"), ("forward_ad", "Speechless"),

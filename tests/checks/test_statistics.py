@@ -113,7 +113,8 @@ def test_a_check_caps_the_examples_of_its_cells(tmp_path):
     calls = []
     capped = Check(name="counted", contract="counts", run=lambda subject, case: calls.append(case), examples=2)
     subject = entry(tmp_path, target="tests.fixtures.broken:Cube", inputs=[{"shape": ["N"]}], dims={"N": [1, 9]})
-    outcome = run_cell(subject, resolve(subject, ROOT), capped, CellKey("counted", "float64", "cpu"), RunOptions(examples=20), True)
+    outcome = run_cell(subject, resolve(subject, ROOT), capped, CellKey("counted", "float64", "cpu"),
+                       RunOptions(examples=20), True)
     assert outcome.verdict == HELD and len(calls) == 2
     assert declarations()["statistics"].examples == STATISTICS_EXAMPLES
 

@@ -13,11 +13,11 @@ from audit.runtime.target import resolve
 from tests.helpers import ROOT, entry, observe
 
 S = "tests.fixtures.stochastic"
-I = "tests.fixtures.inplace_stochastic"
+INPLACE = "tests.fixtures.inplace_stochastic"
 DROPOUT = {"inputs": [{"shape": ["M", "N"]}], "dims": {"M": [1, 3], "N": [1, 3]},
            "supports": {"deterministic": False}, "reference": f"{S}:dropout_reference"}
 NOISE = {"inputs": [{"shape": ["M", "N"]}, {"shape": ["M", "N"]}], "dims": {"M": [4, 6], "N": [4, 6]},
-         "supports": {"deterministic": False}, "reference": f"{I}:reparameterised_reference"}
+         "supports": {"deterministic": False}, "reference": f"{INPLACE}:reparameterised_reference"}
 
 
 @pytest.mark.parametrize("check, dtype", [("forward", "float64"), ("gradcheck", "float64"), ("dtype", "float64"),
@@ -32,17 +32,18 @@ def test_the_draws_are_told_apart_and_alike_ones_recognised(tmp_path):
     case = Case((), (TensorArg(values=np.ones((2, 3)), requires_grad=True),))
     two = entry(tmp_path, target=f"{S}:DropoutTwoDraws", **DROPOUT)
     assert not Subject(two, resolve(two, ROOT), "float64", "cpu").reference_draws_alike(case)
-    alike = entry(tmp_path, target=f"{I}:Reparameterised", **NOISE)
-    pair = Case((), (TensorArg(values=np.ones((4, 4)), requires_grad=True), TensorArg(values=np.ones((4, 4)), requires_grad=True)))
+    alike = entry(tmp_path, target=f"{INPLACE}:Reparameterised", **NOISE)
+    pair = Case((), (TensorArg(values=np.ones((4, 4)), requires_grad=True),
+                     TensorArg(values=np.ones((4, 4)), requires_grad=True)))
     assert Subject(alike, resolve(alike, ROOT), "float64", "cpu").reference_draws_alike(pair)
 
 
 def test_a_reference_that_draws_alike_is_still_compared_draw_by_draw(tmp_path):
     # Self-consistent (finite differences agree), drawing as its reference does, twice the noise: only the
     # comparisons with the reference see it.
-    found = observe(entry(tmp_path, target=f"{I}:TwiceTheNoise", **NOISE), "forward")
+    found = observe(entry(tmp_path, target=f"{INPLACE}:TwiceTheNoise", **NOISE), "forward")
     assert found.verdict == VIOLATED and "max |got - expected|" in found.message
-    found = observe(entry(tmp_path, target=f"{I}:TwiceTheNoise", **NOISE), "gradcheck")
+    found = observe(entry(tmp_path, target=f"{INPLACE}:TwiceTheNoise", **NOISE), "gradcheck")
     assert found.verdict == VIOLATED and "against the reference" in found.message
 
 

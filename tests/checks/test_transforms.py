@@ -143,7 +143,8 @@ def test_unclaimed_transform_failures_are_recorded_not_gated(write_registry, tmp
     assert cells["old", "compile"]["status"] == "xpass" and cells["old", "compile"]["metrics"]["graphs"] >= 1
 
     claimed = [{**old, "supports": {"vmap": True}}, {**branchy, "supports": {"compile": "fullgraph"}}]
-    loud = CliRunner().invoke(cli, [*args, "--registry", str(write_registry(claimed, defaults=defaults, name="c.yaml"))])
+    claimed_registry = write_registry(claimed, defaults=defaults, name="c.yaml")
+    loud = CliRunner().invoke(cli, [*args, "--registry", str(claimed_registry)])
     assert loud.exit_code == 1
     assert "old vmap FAIL (float64, cpu): vmap: torch.func refuses this autograd.Function" in loud.output
     assert "branchy compile FAIL (float64, cpu): graph break" in loud.output

@@ -48,7 +48,8 @@ def test_planted_bug_exits_1_with_a_message_that_points_at_it(write_registry, tm
     result = _run("run", "--registry", str(registry), "--out", str(out), "--check", "gradcheck",
                   "--check", "forward", "--progress", "off")
     assert result.exit_code == 1
-    line = next(ln for ln in result.output.splitlines() if re.match(rf"{re.escape(str(registry))}:\d+: broken gradcheck FAIL", ln))
+    line = next(ln for ln in result.output.splitlines()
+                if re.match(rf"{re.escape(str(registry))}:\d+: broken gradcheck FAIL", ln))
     assert "(float64, cpu)" in line and "owner @ml-kernels" in line and "max |analytic - numeric|" in line
     assert "repro: audit repro broken gradcheck --dtype float64 --device cpu --seed 0 --registry" in line
     scripts = list((out / "repro").glob("broken__gradcheck__*.py"))

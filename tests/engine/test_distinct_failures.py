@@ -214,7 +214,8 @@ def test_further_failures_survive_the_cache_and_an_old_record_still_loads(tmp_pa
     data = cell.to_json()
     assert [f["repro"] for f in data["failures"]] == ["python out/repro/a.py", "python out/repro/a-2.py"]
     assert data["failures"][0]["message"] == data["message"] and data["failures"][1]["case"] == found.others[0].case
-    assert Cell.from_json(data) == replace(cell, seconds=data["seconds"]) and cell.scripts() == (found.script, found.others[0].script)
+    assert Cell.from_json(data) == replace(cell, seconds=data["seconds"])
+    assert cell.scripts() == (found.script, found.others[0].script)
     one = judge(_cell(tmp_path, "TwoBugs"), found.__class__(found.key, VIOLATED, "m"), claimed=True, claim="",
                 today="2026-01-01", repro="r")
     assert "failures" not in one.to_json()
@@ -231,7 +232,8 @@ def _with_a_second_failure():
 def test_every_reporter_shows_the_further_failure_and_its_own_replay():
     data = _with_a_second_failure()
     texts = {"terminal": terminal.render(data, width=140), "markdown": markdown.render(data),
-             "html": html.render(data).split("<h2>Matrix</h2>")[0], "junit": junit.render(data), "annotations": github.annotations(data),
+             "html": html.render(data).split("<h2>Matrix</h2>")[0], "junit": junit.render(data),
+             "annotations": github.annotations(data),
              "summary": github.summary(data), "sarif": json.loads(sarif.render(data))["runs"][0]["results"][0]
              ["message"]["text"]}
     for name, text in texts.items():
@@ -262,7 +264,8 @@ def test_run_writes_a_script_per_failure_merge_copies_them_and_a_fixed_rerun_lea
     assert joined.exit_code == 1 and sorted(p.name for p in (merged / "repro").iterdir()) == sorted(names)
     cell = json.loads((merged / "matrix.json").read_text())["entries"][0]["cells"][0]
     assert cell["failures"][1]["repro"] == f"python {merged / 'repro' / names[1]}"
-    replay = ["repro", "two", "gradcheck", "--registry", str(registry("TwoBugs")), "--matrix", str(merged / "matrix.json")]
+    replay = ["repro", "two", "gradcheck", "--registry", str(registry("TwoBugs")),
+              "--matrix", str(merged / "matrix.json")]
     second = CliRunner().invoke(cli, [*replay, "--failure", "2"])  # audit repro agrees with the -2 script
     assert second.exit_code == 1 and f"FAIL: {cell['failures'][1]['message'][:40]}" in second.output, second.output
     assert CliRunner().invoke(cli, [*replay, "--failure", "3"]).exit_code == 2

@@ -29,8 +29,10 @@ def _chained(outer: BaseException, inner: BaseException) -> BaseException:
 
 @pytest.mark.parametrize("exc", [MemoryError(), RecursionError("maximum recursion depth exceeded"),
                                  SystemError("error return without exception set"), KeyboardInterrupt(),
-                                 SystemExit(3), GeneratorExit(), OSError(errno.EAGAIN, "Resource temporarily unavailable"),
-                                 OSError(errno.ENOMEM, "Cannot allocate memory"), RuntimeError("can't start new thread"),
+                                 SystemExit(3), GeneratorExit(),
+                                 OSError(errno.EAGAIN, "Resource temporarily unavailable"),
+                                 OSError(errno.ENOMEM, "Cannot allocate memory"),
+                                 RuntimeError("can't start new thread"),
                                  RuntimeError("[enforce fail] DefaultCPUAllocator: can't allocate memory"),
                                  ImportError("libfoo.so: failed to map segment from shared object")],
                          ids=lambda e: type(e).__name__)

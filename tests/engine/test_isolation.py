@@ -128,8 +128,8 @@ def test_distributed_ranks_keep_their_state_and_their_protocol(write_registry, t
     claims = {"supports": {"distributed": True}, **ROWS}
     entries = [{"name": "half", "target": f"{G}:HalfDefault", **claims},
                {"name": "chatty", "target": f"{G}:Chatty", **claims},
-               {"name": "rows", "target": f"{G}:RowSums", **{**claims, "supports": {"distributed": True,
-                                                                                    "dtypes": ["float32"]}}},
+               {"name": "rows", "target": f"{G}:RowSums", **claims, "supports": {"distributed": True,
+                                                                                "dtypes": ["float32"]}},
                {"name": "cube", "target": "tests.fixtures.broken:Cube", **claims}]
     result, cells = _run(write_registry, tmp_path, entries, "--check", "distributed", "--examples", "2")
     assert {key: cell["status"] for key, cell in cells.items()} == {

@@ -17,7 +17,7 @@ PINNED = frozenset({"distributed"})
 def _job(tmp_path, name: str, checks: list[str]) -> Job:
     cells = tuple(CellKey(check, "float64", "cpu") for check in checks)
     found = entry(tmp_path, name=name, target="tests.fixtures.broken:Cube", inputs=[{"shape": [3]}])
-    return Job(found, cells, {key: True for key in cells}, RunOptions())
+    return Job(found, cells, dict.fromkeys(cells, True), RunOptions())
 
 
 def test_split_puts_each_entrys_pinned_cells_in_a_part_of_their_own_after_the_rest(tmp_path):

@@ -41,7 +41,7 @@ WRONG = [
     (("entries", 0, "mutates"), [[9], "0", [-1]]),
     (("entries", 1, "target"), ["pkg.ops:Cube", "ns:::x"]),
 ]
-CONTROL = [chr(c) for c in (*range(0, 9), 11, 12, *range(14, 32), 127)]
+CONTROL = [chr(c) for c in (*range(9), 11, 12, *range(14, 32), 127)]
 TAGS = ["!!python/object:os.system", "!!python/name:os.system", "!foo", "!!binary", "!!set"]
 
 

@@ -36,7 +36,8 @@ def test_a_complex_dtype_without_its_own_tolerance_takes_its_real_counterparts(t
     text = ENTRY + ("    supports: {dtypes: [float32, complex64]}\n"
                     "    tolerance: {float32: {atol: 1.0e-3, rtol: 1.0e-3}}\n")
     (entry,) = _load(tmp_path, text).entries
-    assert entry.tolerance_for("complex64", DEFAULT).atol == 1e-3 and entry.tolerance_for("complex128", DEFAULT) == DEFAULT
+    assert entry.tolerance_for("complex64", DEFAULT).atol == 1e-3
+    assert entry.tolerance_for("complex128", DEFAULT) == DEFAULT
 
 
 def test_a_complex_pin_makes_a_differentiable_input(tmp_path):

@@ -70,7 +70,8 @@ BAD = [
     ("version: 1\nentries:\n  - name: a\n    owner: x\n    owner: y\n", 5, 5, "entries[0].owner", "duplicate key"),
     ("version: 1\nentries: [\n", 3, 1, "", "invalid YAML"),
     ("- 1\n", 1, 1, "", "expected a mapping"),
-    ("version: 1\nentries:\n  - name: a\n    owner: x\n    target: m:F\n    inputs: [{shape: [1], requires_grad: maybe}]\n",
+    ("version: 1\nentries:\n  - name: a\n    owner: x\n    target: m:F\n"
+     "    inputs: [{shape: [1], requires_grad: maybe}]\n",
      6, 42, "entries[0].inputs[0].requires_grad", "expected true or false, got 'maybe'"),
 ]
 

@@ -7,7 +7,6 @@ import gc
 from pathlib import Path
 
 import pytest
-import yaml
 
 from audit.errors import RegistryError
 from audit.registry import load as load_mod
@@ -73,7 +72,7 @@ def test_a_text_without_aliases_converts_as_one_with_them(text):
     paths = list(aliased.marks) + [p + ("missing", 7) for p in aliased.marks]
     assert [plain.where(p) for p in paths] == [aliased.where(p) for p in paths]
     assert [plain.where(p, key=True) for p in paths] == [aliased.where(p, key=True) for p in paths]
-    assert len(set(plain.where(p) for p in paths)) > 3
+    assert len({plain.where(p) for p in paths}) > 3
 
 
 def _shape(node):
@@ -128,7 +127,8 @@ def test_a_disposed_loader_is_freed_at_once(collection_state):
 
 SCALARS = ("[1, 1, 0x1f, 31, !!float 1, 1.0, '1', true, yes, True, !!str true, null, ~, Null, !!int '7', 7, 1e3, -0, "
            "0, 1.5, 1.5, 2027-01-02, 2027-01-02, 2027-02-30, !!timestamp 2027-01-02, .nan, .nan]\n")
-#: What the registry reads: PyYAML's values and types, but 1e3 a float, a date its ISO text, a date that is none its text.
+#: What the registry reads: PyYAML's values and types, but 1e3 a float, a date its ISO text, a date that is none its
+#: text.
 READ = [1, 1, 31, 31, 1.0, 1.0, "1", True, True, True, "true", None, None, None, 7, 7, 1000.0, 0, 0, 1.5, 1.5,
         "2027-01-02", "2027-01-02", "2027-02-30", "2027-01-02"]
 

@@ -12,17 +12,20 @@ HEAD = "version: 1\nentries:\n  - name: a\n    owner: x\n    target: m:F\n    in
 
 # (one input's flow mapping, the value the problem points at, key path, words in the message)
 BAD = [
-    ("{shape: [3, 4], layout: dense}", "dense}", "entries[0].inputs[0].layout", "expected one of sparse_coo, sparse_csr"),
+    ("{shape: [3, 4], layout: dense}", "dense}", "entries[0].inputs[0].layout",
+     "expected one of sparse_coo, sparse_csr"),
     ("{shape: [3, 4], layout: sparse_coo, density: 0}", "0}", "entries[0].inputs[0].density",
      "expected a value > 0, got 0"),
     ("{shape: [3, 4], layout: sparse_coo, density: 1.5}", "1.5}", "entries[0].inputs[0].density",
      "expected a value <= 1, got 1.5"),
     ("{shape: [2, 3, 4], layout: sparse_csr}", "sparse_csr}", "entries[0].inputs[0].layout",
      "expected a 2-D shape for sparse_csr (rows and columns), got 3 dims"),
-    ("{shape: [], layout: sparse_coo}", "sparse_coo}", "entries[0].inputs[0].layout", "expected at least 1 dim for sparse_coo"),
+    ("{shape: [], layout: sparse_coo}", "sparse_coo}", "entries[0].inputs[0].layout",
+     "expected at least 1 dim for sparse_coo"),
     ("{shape: [3, 4], layout: sparse_coo, dtype: int64}", "sparse_coo,", "entries[0].inputs[0].layout",
      "expected a floating input for a sparse layout"),
-    ("{shape: [3, 4], density: 0.5}", "0.5}", "entries[0].inputs[0].density", "expected density only with a sparse layout"),
+    ("{shape: [3, 4], density: 0.5}", "0.5}", "entries[0].inputs[0].density",
+     "expected density only with a sparse layout"),
 ]
 
 

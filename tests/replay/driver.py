@@ -30,7 +30,7 @@ def run(path: str) -> dict:
             runpy.run_path(path, run_name="__main__")
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        except BaseException:  # noqa: BLE001 - as the interpreter would: a traceback and exit code 1
+        except BaseException:  # as the interpreter would: a traceback and exit code 1
             traceback.print_exc()
             code = 1
     return {"path": path, "code": code, "output": buffer.getvalue()[-4000:]}

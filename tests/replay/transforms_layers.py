@@ -69,26 +69,30 @@ VACUOUS = ("gives a check nothing to compare (no tensor, or nothing differentiab
            "(tests/checks/test_vacuous.py), never a failing cell to replay")
 BUILDING_BLOCK = ("a building block of the models nan_on_some_batches, state_across_calls and healthy, which are "
                   "replayed (rows above): not a target of its own")
-SCAN = "an audit scan fixture (a Function made inside a factory, which has no import path): correct, never a failing cell"
+SCAN = ("an audit scan fixture (a Function made inside a factory, which has no import path): correct, never a "
+        "failing cell")
 CORRECT_POLLUTER = ("correct (x ** 3); what it leaves behind for its neighbours in the same process is the subject of "
                     "tests/engine/test_isolation.py, not a property that fails: no failing cell to replay")
 
 #: fixture name ("module:Name") -> why it has no row (a reference, a helper, a correct-only fixture...)
 NOT_REPLAYED: dict[str, str] = {
-    **{f"tests.fixtures.hostile:{name}": HOSTILE for name in ("Segfault", "Hang", "Exit", "HardExit", "Hog", "Spawner")},
+    **{f"tests.fixtures.hostile:{name}": HOSTILE
+       for name in ("Segfault", "Hang", "Exit", "HardExit", "Hog", "Spawner")},
     **{f"tests.fixtures.damage:{name}": DAMAGE for name in ("Runaway", "Hoarder", "ThreadHog", "AddressHog",
                                                             "Interrupter", "ForkReturner", "Daemonizer")},
     "tests.fixtures.damage:ThreadLeaker": ("correct (a copy) but leaves 100 threads behind: its cells pass, and the "
                                            "checkup after it retires the worker (test_neighbours.py); no failing cell"),
     "tests.fixtures.damage:Chatty": "correct (a copy); prints 64 MB a call, at normal speed: no failing cell",
-    "tests.fixtures.scipy_expit:Expit": "correct: a neighbour of the damaging targets (test_neighbours.py), no failing cell",
+    "tests.fixtures.scipy_expit:Expit": ("correct: a neighbour of the damaging targets (test_neighbours.py), no "
+                                         "failing cell"),
     **{f"tests.fixtures.vacuous:{name}": VACUOUS for name in ("ReturnsStr", "ReturnsIndices", "returns_none")},
     **{f"{L}:{name}": BUILDING_BLOCK for name in ("UncheckedLog", "ClampedLog", "RunningCenter", "FixedCenter", "Net")},
     **{f"tests.fixtures.local_function:{name}": SCAN for name in ("make_scale", "Scaled", "build")},
     f"{G}:HalfDefault": CORRECT_POLLUTER,
     f"{G}:DeterministicOn": CORRECT_POLLUTER,
     f"{G}:Chatty": "correct (x ** 3); prints about 20 MB a call, which the worker must survive: no failing cell",
-    f"{G}:RowSums": "correct in float32, its one claimed dtype: the neighbour the isolation test protects, no failing cell",
+    f"{G}:RowSums": ("correct in float32, its one claimed dtype: the neighbour the isolation test protects, no "
+                     "failing cell"),
     f"{G}:HangsInHalf": ("hangs in float16, a dtype it does not claim: a timeout is an error cell (contained), not a "
                          "property that fails on a case"),
     f"{G}:cube_logging_norm": (
@@ -96,11 +100,11 @@ NOT_REPLAYED: dict[str, str] = {
         "good, so the cell fails from its second example on; the stored case alone holds, in a script as in audit "
         "repro (a cell's history is not part of its case). What it leaves behind is test_isolation.py's subject"),
     f"{T}:PrivateDropout": (
-        "its failure is where a private torch.Generator (seeded once, at import) stands, which is the process's history, "
-        "not the case: the audit cannot reset a private generator (audit/runtime/randomness.py says so), and one draw "
-        "per run at N=1 agrees with the last 1 time in 2, so audit repro and the script fail or hold by that coin "
-        "(repro held on the stored case here). A replay that reruns forward many times (2^-k to miss) would make it "
-        "replayable: the checkpoint check's call (IMPURITY_RERUNS), not this table's"),
+        "its failure is where a private torch.Generator (seeded once, at import) stands, which is the process's "
+        "history, not the case: the audit cannot reset a private generator (audit/runtime/randomness.py says so), "
+        "and one draw per run at N=1 agrees with the last 1 time in 2, so audit repro and the script fail or hold by "
+        "that coin (repro held on the stored case here). A replay that reruns forward many times (2^-k to miss) "
+        "would make it replayable: the checkpoint check's call (IMPURITY_RERUNS), not this table's"),
     f"{T}:GlobalDropout": "PrivateDropout's twin (see there)",
     **{f"tests.fixtures.replay_thirdparty:{name}": (
         "replayed by tests/checks/test_replay_realistic.py: its compile failure shows only once the module's cache is "
@@ -115,6 +119,6 @@ NOT_REPLAYED: dict[str, str] = {
         "observing the cell restarts the pair of ranks at every failing example (about 50 s here), too slow for "
         "this suite: tests/checks/test_transforms.py (slow) keeps the cell"),
     "tests.fixtures.upgrade:Doubler": (
-        "correct unless AUDIT_TEST_ENVIRONMENT=broken, which stands in for a torch upgrade: the bug is the environment's, "
-        "not code a twin could replace (tests/cli/test_scale.py shows the regression)"),
+        "correct unless AUDIT_TEST_ENVIRONMENT=broken, which stands in for a torch upgrade: the bug is the "
+        "environment's, not code a twin could replace (tests/cli/test_scale.py shows the regression)"),
 }

@@ -121,7 +121,8 @@ def test_github_summary_puts_the_verdict_first_and_stays_under_the_limit():
     assert len(github.summary(typed(big)).encode()) <= github.SUMMARY_LIMIT + 100
 
 
-FORGED = "ok\n::error::forged annotation\n::add-mask::secret\n<script>alert(1)</script> \x1b]8;;http://evil\x07link\x1b]8;;\x07 \x1b[2J"
+FORGED = ("ok\n::error::forged annotation\n::add-mask::secret\n<script>alert(1)</script> "
+          "\x1b]8;;http://evil\x07link\x1b]8;;\x07 \x1b[2J")
 
 
 def _forged():
