@@ -8,6 +8,7 @@ that same function on that same case: what the script prints is what the cell fo
 
 from __future__ import annotations
 
+import ast
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -48,7 +49,7 @@ def replay_script(entry: Entry, check: Check, case: Case, *, dtype: str, device:
         lines.append("import os\n\nif not torch.cuda.is_available():  # Triton kernels through Triton's interpreter\n"
                      "    os.environ.setdefault('TRITON_INTERPRET', '1')")
     lines += [f"import {module}" for module in entry.load]
-    lines += ["", "", "# -- the replay kit (audit/kit.py): the helpers the audit's checks call ---", kit_source(), ""]
+    kit_at = len(lines)
     prop = (check.model_replay if _kind(entry) == "model" else check.replay) or kit.called
     if prop is not kit.called:
         lines += [f"# -- the property (the check {check.name!r}: {prop.__module__}) ---",
@@ -77,6 +78,8 @@ def replay_script(entry: Entry, check: Check, case: Case, *, dtype: str, device:
         lines.append("ref = guarded(through_dense(reference), mutates, seed) if reference is not None else None"
                      if reference else "ref = None  # the reference draws otherwise than the target: not compared")
         lines.append(f"sys.exit(report({prop.__name__}(fn, ref, args, {names})))")
+    lines[kit_at:kit_at] = ["", "", "# -- the replay kit (audit/kit.py): the helpers used below, as the audit's checks "
+                            "call them ---", kit_source("\n".join(lines[kit_at:])), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -99,11 +102,48 @@ def _unguarded(prop: Callable[..., Any], entry: Entry) -> list[str]:
     return [name for name in UNGUARDED if name in parameters and (name != "make" or _kind(entry) == "module")]
 
 
-def kit_source() -> str:
-    """The replay kit's source, less its docstring and ``from __future__`` line (the script has its own)."""
+def kit_source(used_by: str = "") -> str:
+    """The replay kit's source, less its docstring and ``from __future__`` line (the script has its own); with
+    ``used_by`` (the code that follows it in a script), only its imports and the definitions that code reaches,
+    directly or through each other, in the kit's order: a script carries what it runs, not the whole kit."""
+    future = "from __future__ import annotations"
     text = inspect.getsource(kit)
-    body = text[text.index("from __future__ import annotations") + len("from __future__ import annotations"):]
-    return body.strip() + "\n"
+    body = text[text.index(future) + len(future):].strip() + "\n"
+    if not used_by:
+        return body
+    statements = ast.parse(body).body
+    bound = {name: stmt for stmt in statements for name in _bound(stmt)}
+    wanted, pending = set(), list(_read(ast.parse(used_by)) & bound.keys())
+    while pending:
+        name = pending.pop()
+        if name not in wanted:
+            wanted.add(name)
+            pending += _read(bound[name]) & bound.keys()
+    lines = body.splitlines()
+    kept = [stmt for stmt in statements if not _bound(stmt) or _bound(stmt) & wanted]
+    return "\n\n\n".join("\n".join(lines[_first_line(stmt, lines) - 1:stmt.end_lineno]) for stmt in kept) + "\n"
+
+
+def _bound(stmt: ast.stmt) -> set[str]:
+    """The names a top-level statement defines (none for an import: imports are always kept)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+    return {node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)}
+
+
+def _read(node: ast.AST) -> set[str]:
+    """Every name ``node``'s code mentions (a superset of the globals it reads, which is all that matters here)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _first_line(stmt: ast.stmt, lines: list[str]) -> int:
+    """Where ``stmt`` starts with its decorators and the ``#:`` comment lines that document it just above."""
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", [])
+    start = min([stmt.lineno] + [d.lineno for d in decorators])
+    while start > 1 and lines[start - 2].startswith("#:"):
+        start -= 1
+    return start
 
 
 def _source(function: Callable[..., Any]) -> str:

@@ -43,14 +43,32 @@ def codes(function) -> list:
     return [function.__code__]
 
 
+#: What a script's own lines (its case and its call) use of the kit, besides what the property uses.
+SCRIPT_TAIL = "guarded(through_dense(laid_out(sparse_from(report(Tol)))))"
+
+
 @pytest.mark.parametrize("name", CHECKS)
 def test_the_replayed_functions_compile_and_name_only_what_the_script_defines(name):
+    """With the kit as a script carries it: only what the property, its helpers and the script's lines reach."""
     namespace: dict = {}
+    functions = replayed(builtin()[name])
+    sources = [inspect.getsource(function) for function in functions]
     header = "from __future__ import annotations\nimport sys\nimport torch\n"
-    exec(compile(header + kit_source(), "<kit>", "exec"), namespace)
-    for function in replayed(builtin()[name]):
-        source = "from __future__ import annotations\n" + inspect.getsource(function)
-        exec(compile(source, f"<{name}: {function.__name__}>", "exec"), namespace)
-    missing = {n for f in replayed(builtin()[name]) for code in codes(f) for n in global_names(code)
+    exec(compile(header + kit_source("\n".join([*sources, SCRIPT_TAIL])), "<kit>", "exec"), namespace)
+    carried = [v for v in namespace.values() if (inspect.isfunction(v) or inspect.isclass(v))
+               and getattr(getattr(v, "__code__", None), "co_filename", "<kit>") == "<kit>"
+               and getattr(v, "__module__", None) in (None, "builtins")]
+    for function, source in zip(functions, sources):
+        exec(compile("from __future__ import annotations\n" + source, f"<{name}: {function.__name__}>", "exec"),
+             namespace)
+    missing = {n for f in [*functions, *carried] for code in codes(f) for n in global_names(code)
                if n not in namespace and n not in SCRIPT_NAMES and not hasattr(builtins, n)}
-    assert not missing, f"{name}'s replayed functions use names its script does not define: {sorted(missing)}"
+    assert not missing, f"{name}'s replay script lacks names its functions use: {sorted(missing)}"
+
+
+def test_a_script_carries_only_the_kit_it_uses():
+    from audit import kit
+
+    carried = kit_source("mismatches")
+    assert "def mismatches(" in carried and "def mismatch(" in carried and "class Tol" not in carried
+    assert len(carried.splitlines()) < len(inspect.getsource(kit).splitlines()) / 4
