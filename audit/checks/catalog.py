@@ -11,7 +11,7 @@ from dataclasses import replace
 from audit.checks.interface import OPERATOR_KINDS, Check, claimed_dtypes
 from audit.contract import CHECK_NAMES, COMPLEX_DTYPES, LOW_PRECISION_DTYPES
 from audit.errors import InternalError
-from audit.registry.model import Entry
+from audit.registry.model import Entry, EntryKind
 
 
 #: shared_grad draws batches this large and up: at 1 the mean of per-sample gradients is their sum.
@@ -238,7 +238,7 @@ _DECLARATIONS = (
         run=_not_loaded,
         contract="torch.library.opcheck (schema, autograd registration, fake tensor, AOT dispatch) passes on drawn "
                  "inputs, non-contiguous ones included when supports.noncontiguous; always required of an op",
-        applies=lambda entry: entry.kind == "op",
+        applies=lambda entry: entry.kind == EntryKind.OP,
         layouts="mixed",
     ),
     Check(

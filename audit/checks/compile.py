@@ -14,6 +14,7 @@ from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
 from audit.kit import (Compiled, built_model, dynamo_refusal, fresh, guarded, measured_noise, mismatch, mismatches,
                        model_batch, noisy_mismatches, parameter_grads, ran, training_step)
+from audit.registry.model import EntryKind
 from audit.toolkit import dynamo
 from audit.toolkit.torch_bugs import COMPILE_MARK_DIRTY, TorchBugHit, compile_drops_mark_dirty
 
@@ -81,7 +82,7 @@ def compile_model(fn, ref, args, *, dtype, device, plan, backend, tol, observe=N
 def run(subject, case) -> None:
     """Once per cell: compile and sweep shapes (compile time, recompiles). Every example: compare with eager.
     The stages of :func:`compile`, each called as it calls them; a model: :func:`compile_model`."""
-    if subject.entry.kind == "model":
+    if subject.entry.kind == EntryKind.MODEL:
         return replayable.hold(CHECK, subject, case, observe=lambda seconds: subject.metrics.update(
             {"backend": subject.options.compile_backend, "compile_seconds": round(seconds, 3)}))
     mutates, seed = list(subject.entry.mutates), subject.seed
@@ -131,7 +132,7 @@ def fullgraph(entry) -> bool:
 def _script_values(subject, case) -> dict:
     """The backend, the fullgraph claim and the comparison; for an operator, the shapes the sweep runs."""
     found = {**tolerance_values(subject, case), "backend": subject.options.compile_backend}
-    if subject.entry.kind == "model":
+    if subject.entry.kind == EntryKind.MODEL:
         return found
     return {**found, "fullgraph": fullgraph(subject.entry),
             "sweep": [swept for _, swept in dynamo.shape_sweep(subject.entry, case)]}

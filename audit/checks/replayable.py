@@ -19,6 +19,7 @@ import torch
 from audit.checks import reference
 from audit.inputs.case import Case
 from audit.kit import Tol
+from audit.registry.model import EntryKind
 from audit.toolkit.violation import Violation
 
 
@@ -35,7 +36,7 @@ def values(check, subject, case: Case) -> dict:
     entry = subject.entry
     found = {"seed": subject.seed, "tol": Tol(tight.atol, tight.rtol, tight.scale),
              "dtype": getattr(torch, subject.dtype), "device": subject.device,
-             "kind": getattr(entry.kind, "value", entry.kind),
+             "kind": EntryKind(entry.kind).value,
              "mutates": list(entry.mutates), "views": list(entry.views),
              "in_dims": list(case.in_dims) if case.in_dims else None, "batch_axes": batch_axes(entry),
              "plan": dataclasses.asdict(entry.training)}
@@ -103,7 +104,7 @@ def problems(check, subject, case: Case, *, observe=None) -> list[str]:
     found.update(unguarded(subject))
     if observe is not None:
         found["observe"] = observe
-    if getattr(subject.entry.kind, "value", subject.entry.kind) == "model":
+    if subject.entry.kind == EntryKind.MODEL:
         return check.model_replay(subject.target.fn, None, None, **accepted(check.model_replay, found))
     return check.replay(target(subject), compared_reference(subject, case), subject.args(case),
                         **accepted(check.replay, found))
@@ -115,7 +116,7 @@ def target(subject):
     def fn(*args):
         return subject.evaluate(*args)
 
-    fn.module = subject.fn if getattr(subject.entry.kind, "value", subject.entry.kind) == "module" else None
+    fn.module = subject.fn if subject.entry.kind == EntryKind.MODULE else None
     return fn
 
 

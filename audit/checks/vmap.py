@@ -11,6 +11,7 @@ from audit.checks.interface import Violation, tolerance_values
 from audit.kit import (DIFFERENCE_STEPS, NOISE_FACTOR, Tol, central_jacobian, detached, floating, grad_outputs,
                        is_setup_context_refusal, jacobian_column, measured_noise, mismatch, noisy_mismatches,
                        outputs_of, realified)
+from audit.registry.model import EntryKind
 from audit.toolkit.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit
 
 #: Samples in the batch; each is the drawn case with its batched tensors' values reordered.
@@ -232,9 +233,9 @@ def run(subject, case) -> None:
     if not found:
         return
     label = found[0].split(":")[0]
-    if subject.entry.kind == "op" and CALLED_INSIDE in found[0]:
+    if subject.entry.kind == EntryKind.OP and CALLED_INSIDE in found[0]:
         raise TorchBugHit(CUSTOM_OP_FUNCTORCH, f"{label} could not be checked")
-    if subject.entry.kind == "op" and found[0].endswith("jacfwd gave an all-zero Jacobian"):
+    if subject.entry.kind == EntryKind.OP and found[0].endswith("jacfwd gave an all-zero Jacobian"):
         raise TorchBugHit(CUSTOM_OP_ZERO_JVP, "jacfwd gave an all-zero Jacobian")
     if label in ("jacrev", "jacfwd") and " vs finite differences: " in found[0]:
         f, inputs, _ = jacobian_target(subject.fn, sample_of(subject.args(case), 0, case.in_dims))

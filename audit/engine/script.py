@@ -20,7 +20,7 @@ from audit.checks.interface import Check
 from audit.checks.replayable import UNGUARDED
 from audit.contract import COMPLEX_DTYPES
 from audit.inputs.case import Case, TensorArg, ValueArg
-from audit.registry.model import Entry
+from audit.registry.model import Entry, EntryKind
 
 HEADER = '''\
 """Replays {name} {check} ({dtype}, {device}), as found by autograd-audit (seed {seed}).
@@ -151,7 +151,7 @@ def _source(function: Callable[..., Any]) -> str:
 
 
 def _kind(entry: Entry) -> str:
-    return getattr(entry.kind, "value", entry.kind)
+    return EntryKind(entry.kind).value
 
 
 def _rendered(case: Case, dtype: str, indent: str = "    ") -> list[str]:
