@@ -78,7 +78,7 @@ def replay_script(entry: Entry, check: Check, case: Case, *, dtype: str, device:
         lines.append("ref = guarded(through_dense(reference), mutates, seed) if reference is not None else None"
                      if reference else "ref = None  # the reference draws otherwise than the target: not compared")
         lines.append(f"sys.exit(report({prop.__name__}(fn, ref, args, {names})))")
-    lines[kit_at:kit_at] = ["", "", "# -- the replay kit (audit/kit.py): the helpers used below, as the audit's checks "
+    lines[kit_at:kit_at] = ["", "# -- the replay kit (audit/kit.py): the helpers used below, as the audit's checks "
                             "call them ---", kit_source("\n".join(lines[kit_at:])), ""]
     return "\n".join(lines) + "\n"
 
@@ -121,7 +121,10 @@ def kit_source(used_by: str = "") -> str:
             pending += _read(bound[name]) & bound.keys()
     lines = body.splitlines()
     kept = [stmt for stmt in statements if not _bound(stmt) or _bound(stmt) & wanted]
-    return "\n\n\n".join("\n".join(lines[_first_line(stmt, lines) - 1:stmt.end_lineno]) for stmt in kept) + "\n"
+    imports = [stmt for stmt in kept if isinstance(stmt, (ast.Import, ast.ImportFrom))]
+    parts = ["\n".join(line for stmt in imports for line in lines[stmt.lineno - 1:stmt.end_lineno])]
+    parts += ["\n".join(lines[_first_line(stmt, lines) - 1:stmt.end_lineno]) for stmt in kept if stmt not in imports]
+    return "\n\n\n".join(parts) + "\n"
 
 
 def _bound(stmt: ast.stmt) -> set[str]:
