@@ -108,9 +108,9 @@ def laid_out(x, layout: str):
         dims = list(reversed(range(len(shape))))
         y = torch.empty(shape[::-1], dtype=x.dtype, device=x.device).permute(*dims)
     elif layout == "strided" and shape:
-        y = torch.empty(shape[:-1] + (2 * shape[-1],), dtype=x.dtype, device=x.device)[..., ::2]
-    elif layout == "offset":
-        y = torch.empty(x.numel() + 3, dtype=x.dtype, device=x.device)[3:].view(shape)
+        y = torch.zeros(shape[:-1] + (2 * shape[-1],), dtype=x.dtype, device=x.device)[..., ::2]
+    elif layout == "offset":  # the gaps are zeros: code that ignores strides reads the same values in every run
+        y = torch.zeros(x.numel() + 3, dtype=x.dtype, device=x.device)[3:].view(shape)
     elif layout == "channels_last" and len(shape) == 4:
         y = torch.empty(shape, dtype=x.dtype, device=x.device).contiguous(memory_format=torch.channels_last)
     else:

@@ -162,11 +162,13 @@ def laid_out(shape, dtype, device, layout: str) -> torch.Tensor:
     shape = tuple(shape)
     if layout == "transposed" and len(shape) >= 2:
         return torch.empty(shape[::-1], dtype=dtype, device=device).permute(*reversed(range(len(shape))))
+    # The gaps a strided or offset layout leaves are zeros, not uninitialised memory: code that ignores strides
+    # reads the same wrong values in the cell, in its replay and in every run, whatever the allocator reused.
     if layout == "strided" and shape:
-        return torch.empty(shape[:-1] + (2 * shape[-1],), dtype=dtype, device=device)[..., ::2]
+        return torch.zeros(shape[:-1] + (2 * shape[-1],), dtype=dtype, device=device)[..., ::2]
     if layout == "offset":
         numel = int(np.prod(shape)) if shape else 1
-        flat = torch.empty(numel + 3, dtype=dtype, device=device)
+        flat = torch.zeros(numel + 3, dtype=dtype, device=device)
         return flat[3:].view(shape)
     if layout == "channels_last" and len(shape) == 4:
         return torch.empty(shape, dtype=dtype, device=device).contiguous(memory_format=torch.channels_last)
