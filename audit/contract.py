@@ -33,9 +33,22 @@ DEVICE_ORDER = ("cpu", "cuda", "mps")
 REAL_PART = {"complex128": "float64", "complex64": "float32"}
 
 
-def widest_of(dtype: str) -> str:
-    """The dtype ``dtype`` is judged against: complex128 for a complex dtype, float64 for a real one."""
-    return "complex128" if dtype in COMPLEX_DTYPES else "float64"
+#: Real dtypes from the most precise down: float16 and bfloat16 share a rank (neither holds the other's values).
+PRECISION_RANK = {"float64": 3, "float32": 2, "bfloat16": 1, "float16": 1, "complex128": 3, "complex64": 2}
+
+
+def wider_claimed(claimed, dtype: str) -> str | None:
+    """The most precise of the ``claimed`` dtypes that is more precise than ``dtype`` (complex beside complex, real
+    beside real), or None: where a check may run the target to have something wider to compare ``dtype`` with."""
+    kind = dtype in COMPLEX_DTYPES
+    wider = [d for d in claimed if (d in COMPLEX_DTYPES) == kind and PRECISION_RANK[d] > PRECISION_RANK[dtype]]
+    return max(wider, key=PRECISION_RANK.__getitem__) if wider else None
+
+
+def judged_by_own_error(claimed, dtype: str) -> bool:
+    """Whether a cell in ``dtype`` compares with a reference by the error the reference itself makes in ``dtype``
+    (a half-precision cell, or a float32 one where float64 is not claimed), not by a fixed tolerance."""
+    return dtype in LOW_PRECISION_DTYPES or (dtype == "float32" and "float64" not in claimed)
 
 
 def real_counterpart(dtype: str) -> str:

@@ -82,6 +82,9 @@ def run(subject, case) -> None:
         raise NotApplicable("torch.autocast casts only real floating tensors (its float16/bfloat16 policy has no "
                             "complex dtype and leaves complex tensors as they are): a complex entry has nothing "
                             "to autocast")
+    if not set(subject.entry.supports.dtypes) & {"float32", "float64"}:  # a half-only kernel
+        raise NotApplicable("torch.autocast takes float32 inputs and casts them down inside, and the entry claims "
+                            "only half precision: the target is never run in a dtype it does not claim")
     replayable.hold(CHECK, subject, case)
 
 

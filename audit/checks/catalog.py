@@ -63,10 +63,11 @@ _DECLARATIONS = (
         name="forward",
         run=_not_loaded,
         contract="forward runs on every drawn case; with a reference, values match it "
-                 "(float64: atol 1e-10, rtol 1e-9; other dtypes: torch.testing's defaults); "
+                 "(float64: atol 1e-10, rtol 1e-9; half precision, and float32 without float64: within a few "
+                 "times the reference's own error in that dtype; otherwise torch.testing's defaults); "
                  "without one, finite inputs give finite outputs",
         dtypes=claimed_dtypes,
-        version=2,
+        version=3,
     ),
     Check(
         name="gradcheck",
@@ -75,9 +76,11 @@ _DECLARATIONS = (
         contract="the analytic gradient equals central finite differences (torch.autograd.gradcheck, "
                  "slow mode up to 1,024 input elements, fast mode with atol scaled by size beyond), with "
                  "respect to a module's parameters too, and with a reference, equals the reference's "
-                 "gradient at float64-tight tolerance; special points (zeros, bounds, identity, rotations, repeated "
+                 "gradient at float64-tight tolerance (in half precision, and in float32 without float64, within "
+                 "2x, in float32 10x, the error the reference itself makes in that dtype, and no finite "
+                 "differences below float32); special points (zeros, bounds, identity, rotations, repeated "
                  "singular values, equal arguments...) are tried before random draws",
-        version=2,
+        version=3,
         special=True,
     ),
     Check(
@@ -90,7 +93,7 @@ _DECLARATIONS = (
                  "(torch.autograd.gradgradcheck); claimed through supports.double_backward",
         claimed=lambda entry: entry.supports.double_backward,
         claim="supports.double_backward",
-        version=3,
+        version=4,
         special=True,
     ),
     Check(
@@ -102,7 +105,7 @@ _DECLARATIONS = (
         contract="the jvp (forward-mode AD) equals finite differences; claimed through supports.forward_ad",
         claimed=lambda entry: entry.supports.forward_ad,
         claim="supports.forward_ad",
-        version=2,
+        version=3,
         special=True,
     ),
     Check(
@@ -135,12 +138,15 @@ _DECLARATIONS = (
         contract="in each claimed dtype (and, as unclaimed probes for an entry claiming a real dtype, float16 and "
                  "bfloat16), forward and backward "
                  "run, outputs and gradients come back in the input's dtype, and values and gradients are close "
-                 "to float64 on the same inputs (torch.testing's tolerance for the dtype; in float64, to the "
-                 "reference at tight tolerance)",
+                 "to a wider computation on the same inputs: in float64, the reference at tight tolerance; in half "
+                 "precision (and float32 without float64) with a reference, the reference in float64, within a "
+                 "few times the error the reference itself makes in that dtype; else the target in its most "
+                 "precise claimed dtype, at torch.testing's tolerance (the target never runs in a dtype it does "
+                 "not claim)",
         dtypes=_dtype_with_probes,
         dtype_claimed=lambda entry, dtype: dtype in entry.supports.dtypes,
         claim="supports.dtypes",
-        version=2,
+        version=3,
     ),
     Check(
         name="device",
@@ -220,6 +226,7 @@ _DECLARATIONS = (
         claimed=lambda entry: entry.supports.autocast,
         claim="supports.autocast",
         dtypes=_autocast_dtypes,
+        version=2,
     ),
     Check(
         name="checkpoint",

@@ -1,5 +1,6 @@
-"""``dtype``: in each dtype, forward and backward run, dtypes follow the input, values track float64 (complex128
-for a complex dtype)."""
+"""``dtype``: in each dtype, forward and backward run, dtypes follow the input, values track a wider computation:
+the reference's in float64 (complex128), judged by the precision's own error in half precision, or the target's own
+in its most precise claimed dtype. The target is never run in a dtype it does not claim."""
 
 from __future__ import annotations
 
@@ -7,30 +8,52 @@ import torch
 
 from audit.checks import reference, replayable, smoothness
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation
+from audit.checks.interface import NotApplicable, Violation
 from audit.kit import (NO_GRADIENT_OUTPUT, defined_only, floating, grad_inputs, judged_by_differences, largest_value,
-                       once, outputs_and_gradients, rounded_mismatches, undefined_where, wide, wrapped)
+                       leaves_in, measured_noise, noisy_mismatches, once, outputs_and_gradients, own_error_mismatches,
+                       rounded_mismatches, three_runs, undefined_where, value_range, wrapped)
 from audit.toolkit.jacobian import gradcheck_values, wrap
 
 #: The check a comparison with the reference is told as (the property's lines say it again: the replay script
 #: carries the property, not this module).
 AGAINST = "dtype (against the reference)"
+#: Why a lower-precision cell cannot judge values: nothing wider to compare them with.
+NOTHING_WIDER = ("outputs and gradients keep the input's dtype, but their values are not judged: there is no "
+                 "reference and no more precise claimed dtype to compare them with, and the target is never run in "
+                 "a dtype it does not claim (add a reference, or claim float32 or float64)")
 
 
-def dtype_check(fn, ref, args, *, seed, dtype, tol, options, observe=None) -> list:
+def dtype_check(fn, ref, args, *, seed, dtype, tol, options, own_error=False, widest=None, ratios=None,
+                observe=None) -> list:
     """(Not named ``dtype``: the script's ``dtype`` is the cell's.) Outputs and gradients in the input's dtype
-    (:func:`kept_dtypes`), then close within ``tol`` to the same computation on the inputs widened to float64
-    (complex128 for complex): the reference's in a float64 or complex128 cell that has one, else the target's own
-    (:func:`widest_run`). Where the reference's gradient is undefined, the target's is judged by finite differences
-    with ``options`` instead (``observe`` is told where the reference is undefined)."""
+    (:func:`kept_dtypes`), then their values: in a cell judged by the precision's own error (``own_error``) with a
+    reference, by :func:`by_own_error`; else close within ``tol`` to a wider computation (:func:`widest_run`).
+    Where the reference's gradient is undefined, the target's is judged by finite differences with ``options``
+    instead (``observe`` is told where the reference is undefined)."""
     outputs, grads = outputs_and_gradients(fn, args, seed)
     found = kept_dtypes(outputs, grads, args, dtype)
     if found:
         return found
-    wider = widest_run(fn, ref, args, seed, dtype)
+    if own_error and ref is not None:
+        return by_own_error(fn, ref, args, seed=seed, dtype=dtype, ratios=ratios)
+    wider = widest_run(fn, ref, args, seed, dtype, widest)
+    if wider is None:
+        return []
     return (judged_where_undefined(fn, grads, wider, options)
             or widest_mismatches("output", outputs, wider, dtype, tol, observe)
             or widest_mismatches("gradient of input", grads, wider, dtype, tol, observe))
+
+
+def by_own_error(fn, ref, args, *, seed, dtype, ratios=None) -> list:
+    """Outputs, then gradients (cotangents drawn from ``seed``, rounded to ``dtype``) against the truth, the
+    reference in float64 on the same rounded inputs, each allowed OWN_ERROR_RATIO times the error of the reference
+    run in ``dtype`` itself plus one rounding (:func:`audit.kit.own_error_mismatches`)."""
+    got, truth, own = three_runs(fn, ref, args, seed, dtype)
+    where = value_range(args)
+    return [f"{line} (in {str(dtype).replace('torch.', '')}, against the reference)" for line in
+            own_error_mismatches("output", got[0], truth[0], own[0] if own else None, dtype, ratios, where)
+            or own_error_mismatches("gradient of input", got[1], truth[1], own[1] if own else None, dtype, ratios,
+                                    where)]
 
 
 def kept_dtypes(outputs, grads, args, dtype) -> list:
@@ -59,45 +82,51 @@ def _or_counterpart(dtype) -> str:
     return f" or {str(twin).replace('torch.', '')}" if twin else ""
 
 
-def widest_run(fn, ref, args, seed: int, dtype):
-    """What the cell's results are compared with: (whom: "the reference" or the widest dtype's name, the widened
-    arguments, their outputs, their gradients, the largest value that computation passes through as a callable
-    measured once). The reference runs in a float64 or complex128 cell that has one, else the target itself."""
-    widened = widened_leaves(args)
-    referenced = ref is not None and dtype in (torch.float64, torch.complex128)
+def widest_run(fn, ref, args, seed: int, dtype, widest):
+    """What the cell's results are compared with: (whom: "the reference" or the dtype's name, the wider arguments,
+    their outputs, their gradients, the largest value that computation passes through and its sensitivity, each a
+    callable measured once when asked); None when there is nothing wider. The reference runs in float64
+    (complex128) where the cell is that precise, or where no claimed dtype is more precise than the cell's
+    (``widest`` None); else the target runs in ``widest``, the most precise dtype it claims: never in one it does
+    not."""
+    top = dtype in (torch.float64, torch.complex128)
+    referenced = ref is not None and (top or widest is None)
+    if not referenced and (top or widest is None):
+        return None  # float64 without a reference: the cell's own run is the widest there is
     baseline = ref if referenced else fn
-    expected, expected_grads = outputs_and_gradients(baseline, widened, seed)
-    largest = once(lambda: largest_value(lambda: outputs_and_gradients(baseline, widened, seed)))
-    whom = "the reference" if referenced else ("complex128" if dtype.is_complex else "float64")
-    return whom, widened, expected, expected_grads, largest
-
-
-def widened_leaves(args) -> list:
-    """``args`` with each floating tensor a new leaf in float64 (complex128 for complex), requiring grad as it did."""
-    return [wide(a.detach()).requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) and floating(a) else a
-            for a in args]
+    leaves = leaves_in(args, torch.float64 if referenced else widest)
+    expected, expected_grads = outputs_and_gradients(baseline, leaves, seed)
+    largest = once(lambda: largest_value(lambda: outputs_and_gradients(baseline, leaves, seed)))
+    sensitivity = measured_noise(lambda xs: list(outputs_and_gradients(baseline, xs, seed)), leaves)
+    whom = "the reference" if referenced else str(widest).replace("torch.", "")
+    return whom, leaves, expected, expected_grads, largest, sensitivity
 
 
 def judged_where_undefined(fn, grads, wider, options) -> list:
     """Where the reference's gradient is NaN or inf and the target's (``grads``) finite, the target's gradient
-    judged by finite differences (torch's gradcheck with ``options``) at the widened arguments."""
-    whom, widened, _, expected_grads, _ = wider
+    judged by finite differences (torch's gradcheck with ``options``) at the widened arguments, in a cell of their
+    dtype only (the target is not run in another)."""
+    whom, leaves, _, expected_grads = wider[:4]
     if whom != "the reference" or not any(undefined_where(g, e).any() for g, e in zip(grads, expected_grads)):
         return []
-    return judged_by_differences("dtype (against the reference)", wrapped(fn, widened), grad_inputs(widened),
+    if any(g.dtype != x.dtype for g, x in zip(grads, grad_inputs(leaves))):
+        return []
+    return judged_by_differences("dtype (against the reference)", wrapped(fn, leaves), grad_inputs(leaves),
                                  options)
 
 
 def widest_mismatches(label: str, got, wider, dtype, tol, observe=None) -> list:
-    """``got`` (the outputs, or the gradients: ``label``) against the widened run's within ``tol`` (float16,
+    """``got`` (the outputs, or the gradients: ``label``) against the wider run's within ``tol`` (float16,
     bfloat16: at the scale of the largest value it passes through, where larger); against the reference, only
     where it is defined (``observe`` is told where not)."""
-    whom, _, expected, expected_grads, largest = wider
+    whom, _, expected, expected_grads, largest, sensitivity = wider
     want = expected if label == "output" else expected_grads
-    if whom == "the reference":
-        want = defined_only(got, want, observe, label)
     name = str(dtype).replace("torch.", "")
-    return [f"{line} (in {name}, against {whom})" for line in rounded_mismatches(label, got, want, tol, largest)]
+    if whom == "the reference":  # where tight fails, the reference's own sensitivity at the point is allowed too
+        want = defined_only(got, want, observe, label)
+    found = (noisy_mismatches(label, got, want, tol, lambda: sensitivity()[0]) if whom == "the reference" and
+             label == "output" else rounded_mismatches(label, got, want, tol, largest))
+    return [f"{line} (in {name}, against {whom})" for line in found]
 
 
 def run(subject, case) -> None:
@@ -107,10 +136,28 @@ def run(subject, case) -> None:
     fn, ref, args = replayable.target(subject), replayable.compared_reference(subject, case), subject.args(case)
     outputs, grads = outputs_and_gradients(fn, args, subject.seed)
     _hold(kept_dtypes(outputs, grads, args, values["dtype"]))
-    with reference.blamed_if_it_raises(subject, lambda: widened_leaves(subject.args(case))):
-        wider = widest_run(fn, ref, args, subject.seed, values["dtype"])
-    whom, widened = wider[:2]
-    at, inputs = wrap(subject, widened), grad_inputs(widened)
+    if values["own_error"] and ref is not None:
+        with reference.blamed_if_it_raises(subject, lambda: subject.args(case)):
+            _hold(replayable.stage(CHECK, by_own_error, subject, case))
+        return
+    with reference.blamed_if_it_raises(subject, lambda: leaves_in(subject.args(case), torch.float64)):
+        wider = widest_run(fn, ref, args, subject.seed, values["dtype"], values["widest"])
+    if wider is None:
+        if values["dtype"] in (torch.float64, torch.complex128):
+            return
+        raise NotApplicable(NOTHING_WIDER)
+    _judge_values(subject, case, values, (outputs, grads), wider)
+
+
+def _judge_values(subject, case, values, results, wider) -> None:
+    """The stages of :func:`dtype_check` after the dtypes, on the cell's ``results`` (outputs, gradients) against
+    ``wider`` (:func:`widest_run`); finite differences and singularity probes of the target run where it is claimed:
+    at the wider arguments when they are in a claimed dtype, else at the cell's own."""
+    fn, (outputs, grads) = replayable.target(subject), results
+    whom, leaves = wider[:2]
+    claimed = whom != "the reference" or values["dtype"] in (torch.float64, torch.complex128)
+    probed = leaves if claimed else subject.args(case)
+    at, inputs = wrap(subject, probed), grad_inputs(probed)
     found = judged_where_undefined(fn, grads, wider, values["options"])
     if found and not smoothness.excused(subject, AGAINST, case, at, inputs, values["options"]["eps"]):
         raise Violation(found[0])
@@ -119,7 +166,7 @@ def run(subject, case) -> None:
         found = widest_mismatches(label, got, wider, values["dtype"], values["tol"], observe)
         if not found:
             continue
-        if whom == "the reference" and label != "output" and _reference_unreliable(subject, case, widened):
+        if whom == "the reference" and label != "output" and _reference_unreliable(subject, case, leaves, probed):
             return
         if smoothness.excused_anywhere(subject, f"dtype ({label}s against {whom})", case, at, inputs,
                                        values=label == "output"):
@@ -142,15 +189,15 @@ def _observer(subject, case):
     return lambda label, *seen: said[label](label, *seen)
 
 
-def _reference_unreliable(subject, case, widened) -> bool:
-    """Whether the reference's own gradient fails finite differences here (then the target's is judged by them
-    instead: a :class:`Violation` where they disagree at a smooth point)."""
-    if not reference.unreliable(subject, case, AGAINST, widened):
+def _reference_unreliable(subject, case, leaves, probed) -> bool:
+    """Whether the reference's own gradient fails finite differences at ``leaves`` (then the target's is judged by
+    them instead, at ``probed``: a :class:`Violation` where they disagree at a smooth point)."""
+    if not reference.unreliable(subject, case, AGAINST, leaves):
         return False
-    reference.judge_by_differences(subject, case, AGAINST, wrap(subject, widened), grad_inputs(widened))
+    reference.judge_by_differences(subject, case, AGAINST, wrap(subject, probed), grad_inputs(probed))
     return True
 
 
 CHECK = declared("dtype", run=run, replay=dtype_check, script_values=gradcheck_values,
-                 replay_helpers=(kept_dtypes, _or_counterpart, widened_leaves, widest_run, judged_where_undefined,
+                 replay_helpers=(kept_dtypes, _or_counterpart, by_own_error, widest_run, judged_where_undefined,
                                  widest_mismatches))

@@ -7,16 +7,22 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import defined_only, floating, largest_value, outputs_of, rounded_mismatches, widened
+from audit.kit import (defined_only, floating, largest_value, leaves_in, measured_noise, noisy_mismatches, outputs_of,
+                       own_error_mismatches, rounded_mismatches, three_runs, value_range, widened)
 from audit.toolkit.jacobian import wrap
 from audit.toolkit.tensors import grad_inputs
 
 
-def forward(fn, ref, args, *, tol, dtype, observe=None) -> list:
-    """The outputs, against the reference's computed in float64 (complex128 for complex) and cast to the outputs'
-    dtype in a low-precision cell, within ``tol`` (float16, bfloat16: at the scale of the largest value the float64
-    computation passes through, where that is larger); without a reference, finite wherever the inputs are.
-    Where the reference is NaN or inf and the target finite, nothing is compared (``observe`` is told)."""
+def forward(fn, ref, args, *, tol, dtype, own_error=False, widest=None, ratios=None, observe=None) -> list:
+    """The outputs against the reference's; without a reference, finite wherever the inputs are. In a float64
+    cell (or with a claimed float64) against the reference computed in float64 (complex128 for complex), cast to
+    the outputs' dtype in a lower-precision cell, within ``tol`` (float16, bfloat16: at the scale of the largest
+    value the target's widest claimed computation passes through, where that is larger; in float64, with the
+    reference's own sensitivity at the point added where that fails); where the reference is NaN
+    or inf and the target finite, nothing is compared (``observe`` is told). Where the cell is judged by the
+    precision's own error (``own_error``: half precision, or float32 without float64), by :func:`by_own_error`."""
+    if ref is not None and own_error:
+        return by_own_error(fn, ref, args, dtype=dtype, ratios=ratios)
     with torch.no_grad():
         outputs = outputs_of(fn(*args))
     if ref is None:
@@ -29,9 +35,21 @@ def forward(fn, ref, args, *, tol, dtype, observe=None) -> list:
 
     def magnitude():
         with torch.no_grad():
-            return largest_value(lambda: fn(*widened(args)))
+            return largest_value(lambda: fn(*leaves_in(args, widest))) if widest is not None else 0.0
 
+    if dtype in (torch.float64, torch.complex128):  # the reference's own sensitivity here, where tight fails
+        sensitivity = measured_noise(lambda xs: [outputs_of(ref(*xs))], widened(args))
+        return noisy_mismatches("output", outputs, expected, tol, lambda: sensitivity()[0])
     return rounded_mismatches("output", outputs, expected, tol, magnitude)
+
+
+def by_own_error(fn, ref, args, *, dtype, ratios=None) -> list:
+    """The outputs against the truth (the reference in float64 on the same rounded inputs), each allowed
+    OWN_ERROR_RATIO times the error of the reference run in ``dtype`` itself plus one rounding; an inf or NaN where
+    the truth is finite in ``dtype`` fails (:func:`audit.kit.own_error_mismatches`)."""
+    got, truth, own = three_runs(fn, ref, args, 0, dtype, gradients=False)
+    return own_error_mismatches("output", got[0], truth[0], own[0] if own else None, dtype, ratios,
+                                value_range(args))
 
 
 def not_finite(outputs, args) -> list:
@@ -60,4 +78,4 @@ def run(subject, case) -> None:
     raise Violation(found[0])
 
 
-CHECK = declared("forward", run=run, replay=forward, replay_helpers=(not_finite,))
+CHECK = declared("forward", run=run, replay=forward, replay_helpers=(not_finite, by_own_error))

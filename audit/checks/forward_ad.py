@@ -8,7 +8,7 @@ from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
 from audit.kit import GradcheckError, first_line, grad_inputs, torch_sentence, wrapped
-from audit.toolkit.jacobian import gradcheck_options, gradcheck_values, wrap
+from audit.toolkit.jacobian import differences_meaningful, gradcheck_options, gradcheck_values, wrap
 
 #: How :func:`forward_ad`'s one failure that finite differences can excuse begins (its line says it again: the
 #: replay script carries the property, not this module).
@@ -33,7 +33,9 @@ def forward_ad(fn, ref, args, *, options) -> list:
 
 
 def run(subject, case) -> None:
-    """:func:`forward_ad`; a mismatch with finite differences is excused where the target has no derivative."""
+    """:func:`forward_ad`; a mismatch with finite differences is excused where the target has no derivative; not
+    judged in half precision (:func:`~audit.toolkit.jacobian.differences_meaningful`)."""
+    differences_meaningful(subject, "the jvp")
     found = replayable.problems(CHECK, subject, case)
     if not found:
         return

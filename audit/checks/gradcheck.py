@@ -6,25 +6,37 @@ import torch
 
 from audit.checks import reference, replayable, smoothness
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation
+from audit.checks.interface import NotApplicable, Violation
+from audit.contract import LOW_PRECISION_DTYPES
 from audit.kit import (GradcheckError, defined_only, dense, detached, explain_gradcheck_failure, floating, fresh,
-                       grad_inputs, gradients, guarded, mismatches, module_of, outputs_of, sparse_gradient_problems,
-                       wide, wrapped)
+                       grad_inputs, gradients, guarded, leaves_in, mismatches, module_of, outputs_of,
+                       own_error_mismatches, sparse_gradient_problems, three_runs, value_range, wide,
+                       wrapped)
 from audit.toolkit.jacobian import gradcheck_options, gradcheck_values, wrap
 
 #: The check the reference stage's failures and notes are told as.
 AGAINST = "gradcheck (against the reference)"
+#: Why a half-precision cell without a reference has nothing to judge its gradient by.
+NO_FINITE_DIFFERENCES = ("finite differences in {dtype} are rounding noise (a step below one ulp changes nothing), "
+                         "and the target is never run in a dtype it does not claim: add a reference (plain torch), "
+                         "and the gradient is compared with the reference's float64 autograd gradient by the error "
+                         "the reference itself makes in {dtype}")
 
 
-def gradcheck(fn, ref, args, *, seed, tol, options, parameter_options=None, observe=None) -> list:
+def gradcheck(fn, ref, args, *, seed, tol, options, dtype, own_error=False, parameter_options=None, ratios=None,
+              observe=None) -> list:
     """torch's gradcheck of the target with the audit's ``options`` for the cell (slow mode on small inputs), a
     sparse input's gradient first held to its layout and pattern; for a module, with respect to its parameters
     too (``parameter_options``); then, with a reference, the gradient against the reference's within ``tol``
-    (where the reference's is NaN or inf and the target's finite, gradcheck has judged it; ``observe`` is told)."""
+    (where the reference's is NaN or inf and the target's finite, gradcheck has judged it; ``observe`` is told),
+    or, in a cell judged by the precision's own error (``own_error``), by :func:`against_own_error`. In float16
+    and bfloat16 no finite differences are taken: a step below one ulp changes nothing, and they are noise."""
+    half = dtype in (torch.float16, torch.bfloat16)
     return (inputs_requiring_grad(fn, ref, args) or sparse_gradients(fn, ref, args, seed=seed, options=options)
-            or finite_differences(fn, ref, args, options=options)
-            or parameter_differences(fn, ref, args, seed=seed, parameter_options=parameter_options)
-            or against_reference(fn, ref, args, seed=seed, tol=tol, observe=observe))
+            or ([] if half else finite_differences(fn, ref, args, options=options))
+            or ([] if half else parameter_differences(fn, ref, args, seed=seed, parameter_options=parameter_options))
+            or (against_own_error(fn, ref, args, seed=seed, dtype=dtype, ratios=ratios) if own_error else
+                against_reference(fn, ref, args, seed=seed, tol=tol, observe=observe)))
 
 
 def inputs_requiring_grad(fn, ref, args) -> list:
@@ -92,6 +104,21 @@ def against_reference(fn, ref, args, *, seed, tol, observe=None) -> list:
             for line in mismatches("gradient of input", got, expected, tol)]
 
 
+def against_own_error(fn, ref, args, *, seed, dtype, ratios=None) -> list:
+    """With a reference, the target's gradients (cotangents drawn from ``seed``, rounded to ``dtype``) against the
+    truth, the reference's autograd gradients in float64 on the same rounded inputs, each allowed OWN_ERROR_RATIO
+    times the error of the reference's own gradients in ``dtype`` plus one rounding
+    (:func:`audit.kit.own_error_mismatches`)."""
+    if ref is None:
+        return []
+    got, truth, own = three_runs(fn, ref, args, seed, dtype)
+    name = str(dtype).replace("torch.", "")
+    return [f"{line}: against the reference's float64 autograd gradient (vjp with random cotangents), judged by the "
+            f"error the reference itself makes in {name}"
+            for line in own_error_mismatches("gradient of input", got[1], truth[1], own[1] if own else None, dtype,
+                                             ratios, value_range(args))]
+
+
 def reference_gradients(fn, ref, args, seed: int):
     """The target's and the reference's gradients of <outputs, cotangents drawn from ``seed``>, each on its own
     leaves with the values of ``args``."""
@@ -106,6 +133,9 @@ def run(subject, case) -> None:
     has no derivative along the differing columns."""
     for stage in (inputs_requiring_grad, sparse_gradients):
         _hold(replayable.stage(CHECK, stage, subject, case))
+    if subject.dtype in LOW_PRECISION_DTYPES:
+        _half(subject, case)
+        return
     args = subject.args(case)
     fn, inputs = wrap(subject, args), grad_inputs(args)
     eps = gradcheck_options(subject, inputs)["eps"]
@@ -114,11 +144,32 @@ def run(subject, case) -> None:
         return
     _hold(found)
     _hold(replayable.stage(CHECK, parameter_differences, subject, case))
+    if replayable.values(CHECK, subject, case)["own_error"]:
+        _by_own_error(subject, case)
+        return
     observe = replayable.observer(subject, case, AGAINST,
                                   "the target's gradient judged by finite differences (gradcheck)")
     with reference.blamed_if_it_raises(subject, lambda: subject.args(case)):
         found = replayable.stage(CHECK, against_reference, subject, case, observe=observe)
     if found and _reference_excused(subject, case, fn, inputs, eps):
+        return
+    _hold(found)
+
+
+def _half(subject, case) -> None:
+    """A float16 or bfloat16 cell: the gradient against the reference's by the precision's own error, or, without
+    a reference, a skip that says why."""
+    if replayable.compared_reference(subject, case) is None:
+        raise NotApplicable(NO_FINITE_DIFFERENCES.format(dtype=subject.dtype))
+    _by_own_error(subject, case)
+
+
+def _by_own_error(subject, case) -> None:
+    """:func:`against_own_error`; excused where the reference's own gradient is off finite differences in float64
+    (a kink or a singular point: there is no true gradient to judge by)."""
+    with reference.blamed_if_it_raises(subject, lambda: subject.args(case)):
+        found = replayable.stage(CHECK, against_own_error, subject, case)
+    if found and reference.unreliable(subject, case, AGAINST, leaves_in(subject.args(case), torch.float64)):
         return
     _hold(found)
 
@@ -161,4 +212,4 @@ def _values(subject, case) -> dict:
 
 CHECK = declared("gradcheck", run=run, replay=gradcheck, script_values=_values,
                  replay_helpers=(inputs_requiring_grad, sparse_gradients, finite_differences, parameter_differences,
-                                 against_reference, reference_gradients))
+                                 against_own_error, against_reference, reference_gradients))

@@ -9,7 +9,7 @@ from audit.checks.catalog import declared
 from audit.checks.interface import Violation
 from audit.kit import (NO_GRADIENT_OUTPUT, GradcheckError, differentiable, grad_inputs, grad_outputs, outputs_of,
                        torch_sentence, wrapped)
-from audit.toolkit.jacobian import gradcheck_options, gradcheck_values, wrap
+from audit.toolkit.jacobian import differences_meaningful, gradcheck_options, gradcheck_values, wrap
 
 
 def gradgradcheck(fn, ref, args, *, seed, options) -> list:
@@ -76,6 +76,7 @@ def run(subject, case) -> None:
     found = replayable.stage(CHECK, differentiable_backward, subject, case)
     if found:
         raise Violation(found[0])
+    differences_meaningful(subject, "the second derivative")
     found = replayable.stage(CHECK, second_differences, subject, case)
     if not found:
         return

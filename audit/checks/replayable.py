@@ -17,6 +17,7 @@ from dataclasses import replace
 import torch
 
 from audit.checks import reference
+from audit.contract import judged_by_own_error, wider_claimed
 from audit.inputs.case import Case
 from audit.kit import Tol
 from audit.registry.model import EntryKind
@@ -30,8 +31,12 @@ def values(check, subject, case: Case) -> dict:
     Standard: ``seed`` (the cell's: cotangents are drawn from it), ``tol`` (the float64-tight tolerance of the
     dtype, an :class:`audit.kit.Tol`), ``dtype`` and ``device`` (the cell's, a torch dtype and a string),
     ``kind``, ``mutates`` and ``views`` (what the registry says of the entry), ``in_dims`` (the case's vmap
-    batch positions, or None), ``batch_axes`` (argument -> the axis of the entry's batch dim) and ``plan`` (the
-    entry's training settings, a dict: a model's batch, steps, lr, micro_batches, batches)."""
+    batch positions, or None), ``batch_axes`` (argument -> the axis of the entry's batch dim), ``plan`` (the
+    entry's training settings, a dict: a model's batch, steps, lr, micro_batches, batches), ``own_error`` (whether
+    the cell compares with a reference by the reference's own error in the cell's dtype:
+    :func:`audit.contract.judged_by_own_error`, unless the entry gives a ``tolerance`` for the dtype) and
+    ``widest`` (the most precise claimed dtype above the cell's, a torch dtype, or None: the only wider dtype a
+    property may run the target in)."""
     tight = subject.tolerance(tight=True)
     entry = subject.entry
     found = {"seed": subject.seed, "tol": Tol(tight.atol, tight.rtol, tight.scale),
@@ -39,8 +44,21 @@ def values(check, subject, case: Case) -> dict:
              "kind": EntryKind(entry.kind).value,
              "mutates": list(entry.mutates), "views": list(entry.views),
              "in_dims": list(case.in_dims) if case.in_dims else None, "batch_axes": batch_axes(entry),
-             "plan": dataclasses.asdict(entry.training)}
+             "plan": dataclasses.asdict(entry.training),
+             "own_error": judged_by_own_error(entry.supports.dtypes, subject.dtype) and not _tolerance_given(subject),
+             "widest": _torch_dtype(wider_claimed(entry.supports.dtypes, subject.dtype))}
     return {**found, **(check.script_values(subject, case) if check.script_values else {})}
+
+
+def _tolerance_given(subject) -> bool:
+    """Whether the entry gives its own ``tolerance`` for the cell's dtype: then that fixed allowance is what the
+    owner asked for, in place of the precision's own error."""
+    return subject.dtype in dict(subject.entry.tolerance)
+
+
+def _torch_dtype(name: str | None):
+    """The torch dtype named ``name``, or None."""
+    return getattr(torch, name) if name else None
 
 
 def batch_axes(entry) -> dict:
@@ -104,10 +122,30 @@ def problems(check, subject, case: Case, *, observe=None) -> list[str]:
     found.update(unguarded(subject))
     if observe is not None:
         found["observe"] = observe
+    found["ratios"] = _ratios(subject)
     if subject.entry.kind == EntryKind.MODEL:
         return check.model_replay(subject.target.fn, None, None, **accepted(check.model_replay, found))
     return check.replay(target(subject), compared_reference(subject, case), subject.args(case),
                         **accepted(check.replay, found))
+
+
+class _Ratios(dict):
+    """What a property's ``ratios`` receives (its error over the reference's own, by output and gradient), kept in
+    the cell's ``metrics.error_ratio`` as the largest over the cell's examples."""
+
+    def __init__(self, metrics: dict):
+        super().__init__()
+        self.metrics = metrics
+
+    def __setitem__(self, key: str, value: float) -> None:
+        super().__setitem__(key, value)
+        kept = self.metrics.setdefault("error_ratio", {})
+        kept[key] = max(kept.get(key, 0.0), value)
+
+
+def _ratios(subject) -> dict:
+    """A ``ratios`` for a property (:class:`_Ratios`)."""
+    return _Ratios(subject.metrics)
 
 
 def target(subject):

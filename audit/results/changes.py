@@ -20,7 +20,7 @@ ENVIRONMENT_KEYS = MACHINE + ("examples", "compile_backend", "seed")
 
 #: Change classes, in the order a reader meets them.
 CLASSES = ("regression", "fix", "still_failing", "newly_unsupported", "newly_passing", "newly_skipped",
-           "no_longer_skipped", "other")
+           "no_longer_skipped", "other", "accuracy_drift")
 TITLES = {
     "regression": "Regressions: did not fail before, fail or error now",
     "fix": "Fixes: failed or errored before, do not now",
@@ -30,7 +30,12 @@ TITLES = {
     "newly_skipped": "Newly skipped: no longer verified here",
     "no_longer_skipped": "No longer skipped",
     "other": "Other status changes",
+    "accuracy_drift": "Accuracy drift: the same status, an error ratio grown by more than 1.5x (does not gate)",
 }
+#: A cell's ``metrics.error_ratio`` (its error over the reference's own in a low precision) that grew by more than
+#: this factor is an accuracy drift, when it reaches at least DRIFT_FROM: below half of what the reference itself
+#: does, a ratio moves with the draw and says nothing.
+DRIFT, DRIFT_FROM = 1.5, 0.5
 
 
 @dataclass(frozen=True)
@@ -132,9 +137,10 @@ def diff(old: Matrix, new: Matrix) -> Diff:
                 old_cell = old_cells[key]
                 kind = classify(old_cell.status.value, cell.status.value, old_cell.gates(strict=False),
                                 cell.gates(strict=False))
-                if kind:
+                drift = "" if kind else drifted(old_cell.metrics, cell.metrics)
+                if kind or drift:
                     changes.append(CellChange(name, entry.owners, *key, old_cell.status.value, cell.status.value,
-                                              kind, cell.message, cell.repro))
+                                              kind or "accuracy_drift", drift or cell.message, cell.repro))
     env_old, env_new = old.environment or {}, new.environment or {}
     environment = tuple((key, env_old.get(key), env_new.get(key)) for key in ENVIRONMENT_KEYS
                         if env_old.get(key) != env_new.get(key))
@@ -144,6 +150,14 @@ def diff(old: Matrix, new: Matrix) -> Diff:
                 cells_added=tuple(cells_added), cells_removed=tuple(cells_removed),
                 digests_changed=tuple(digests), environment_changed=environment,
                 old_verdict=_verdict(old), new_verdict=_verdict(new))
+
+
+def drifted(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """Which error ratios grew by more than DRIFT between two cells' metrics, in one line ("" if none)."""
+    before, after = old.get("error_ratio") or {}, new.get("error_ratio") or {}
+    grown = [f"{name}: error ratio {before[name]:g} -> {ratio:g}" for name, ratio in sorted(after.items())
+             if name in before and ratio >= DRIFT_FROM and ratio > DRIFT * before[name]]
+    return "; ".join(grown) + (" (its error over what the reference itself achieves in this dtype)" if grown else "")
 
 
 def _verdict(matrix: Matrix) -> str:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import torch
 
-from audit.contract import real_counterpart
+from audit.contract import LOW_PRECISION_DTYPES, real_counterpart
 from audit.kit import explain_gradcheck_failure, realified, torch_sentence, wrapped
 from audit.registry.model import Tolerance
 from audit.toolkit.tensors import grad_inputs
+from audit.toolkit.violation import NotApplicable
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
 SLOW_MODE_LIMIT = 1024
@@ -42,6 +43,16 @@ def gradcheck_options(subject, inputs) -> dict:
     return options
 
 
+def differences_meaningful(subject, what: str) -> None:
+    """A :class:`NotApplicable` in a float16 or bfloat16 cell for a check that judges ``what`` by finite
+    differences: a step below one ulp changes nothing, so they are rounding noise there, and the target is never
+    run in a dtype it does not claim."""
+    if subject.dtype in LOW_PRECISION_DTYPES:
+        raise NotApplicable(f"{what} is judged by finite differences, and in {subject.dtype} they are rounding noise "
+                            "(a step below one ulp changes nothing); the target is never run in a dtype it does not "
+                            "claim: claim float32 or float64 to check it")
+
+
 def gradcheck_values(subject, case) -> dict:
     """``script_values`` of the checks that run torch's gradcheck: its options as the audit passes them."""
     return {"options": gradcheck_options(subject, grad_inputs(subject.args(case)))}
@@ -53,5 +64,5 @@ def gradcheck_tolerance(subject) -> tuple[float, float]:
     return tol.atol, tol.rtol
 
 
-__all__ = ["SLOW_MODE_LIMIT", "explain_gradcheck_failure", "gradcheck_options", "gradcheck_tolerance",
-           "gradcheck_values", "realified", "torch_sentence", "wrap"]
+__all__ = ["SLOW_MODE_LIMIT", "differences_meaningful", "explain_gradcheck_failure", "gradcheck_options",
+           "gradcheck_tolerance", "gradcheck_values", "realified", "torch_sentence", "wrap"]

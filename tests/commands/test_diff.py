@@ -112,3 +112,24 @@ def test_an_unclaimed_error_is_not_a_regression():
     d = diff(old, new)
     assert [c.where for c in d.of("regression")] == ["sq dtype (float64, cpu)"]
     assert [c.where for c in d.of("other")] == ["cube dtype (float64, cpu)"]
+
+
+def _with_ratios(ratios: dict) -> dict:
+    found = matrix({("kernel", "gradcheck"): "pass"})
+    found["entries"][0]["cells"][0]["metrics"] = {"error_ratio": ratios}
+    return found
+
+
+def test_an_error_ratio_that_grew_is_an_accuracy_drift_that_does_not_gate():
+    d = diff(_with_ratios({"gradient of input 0": 1.0, "output 0": 0.3}),
+             _with_ratios({"gradient of input 0": 1.9, "output 0": 0.45}))
+    (drift,) = d.of("accuracy_drift")
+    assert drift.old == drift.new == "pass" and not d.regressed
+    assert drift.message.startswith("gradient of input 0: error ratio 1 -> 1.9"), drift.message
+    assert "output 0" not in drift.message  # 0.3 -> 0.45: below half the reference's own, noise
+    assert "Accuracy drift" in render_text(d)
+
+
+@pytest.mark.parametrize("before, after", [(1.0, 1.4), (0.2, 0.45), (1.9, 1.0)])
+def test_a_ratio_within_its_drift_or_below_the_reference_is_no_change(before, after):
+    assert not diff(_with_ratios({"output 0": before}), _with_ratios({"output 0": after})).changes
