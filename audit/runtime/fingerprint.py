@@ -1,0 +1,171 @@
+"""What an import can change in torch itself, fingerprinted: a worker whose torch was changed is not reused.
+
+Isolation (:mod:`audit.runtime.isolation`) puts back torch's *settings* after every cell and entry; it cannot put
+back torch itself. A package may patch torch when it is imported: replace ``torch.softmax``, a ``Tensor`` method or
+a ``torch.nn.functional`` member, register a global module hook, leave a dispatch or torch-function mode on the stack,
+or register a Python kernel for an ``aten`` operator. Every later entry in that process would then compute
+something else. So a worker takes a :class:`Fingerprint` at start-up and compares it (:func:`changes`) after each
+entry's target loads and after each cell; on a change the entry's cells still run there (the patch is the package's
+behaviour, as its users see it), each records what changed, and the worker retires after the entry.
+
+What torch changes in itself (a module of torch's imported on first use, such as Dynamo wrapping
+``torch.manual_seed``) is no change: a replacement whose code lies in torch's own package is torch's. Not seen: a
+C++ extension's kernel that overrides an ``aten`` kernel (only Python registrations are listed by torch).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+#: The namespaces whose public callables are compared by identity.
+NAMESPACES = ("torch", "torch.Tensor", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special")
+#: The metric a cell records what was changed under (a list of sentences, one per change).
+METRIC = "torch_patched"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change to torch: what it was (``replaced torch.softmax``) and the module whose code did it ("" when
+    that cannot be told)."""
+
+    what: str
+    by: str = ""
+
+    def sentence(self, fallback: str) -> str:
+        """``importing pkg replaced torch.softmax`` (``fallback`` names the module when the change does not)."""
+        return f"importing {self.by or fallback} {self.what}"
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """torch's public callables (by name, the objects themselves), its global module hooks (each registry's
+    handles), the mode stacks (the modes' types) and the Python kernels of ``aten`` operators."""
+
+    members: dict[str, Any]
+    hooks: dict[str, tuple[Any, ...]]
+    modes: tuple[type, ...]
+    kernels: frozenset[str]
+
+
+def take() -> Fingerprint:
+    """torch as it is now, in this process (about 10 ms)."""
+    return Fingerprint(_members(), _hooks(), _modes(), _kernels())
+
+
+def changes(before: Fingerprint, after: Fingerprint) -> tuple[Change, ...]:
+    """What changed from ``before`` to ``after``, torch's own changes left out; empty when nothing did."""
+    return (_replaced(before, after) + _hooked(before, after) + _moded(before, after)
+            + tuple(Change(f"registered {kernel}") for kernel in sorted(after.kernels - before.kernels)))
+
+
+def _namespaces() -> dict[str, Any]:
+    import torch
+    import torch.nn.functional
+
+    return {"torch": torch, "torch.Tensor": torch.Tensor, "torch.nn.functional": torch.nn.functional,
+            "torch.linalg": torch.linalg, "torch.fft": torch.fft, "torch.special": torch.special}
+
+
+def _members() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for prefix, space in _namespaces().items():
+        for name in dir(space):
+            value = getattr(space, name, None) if not name.startswith("_") else None
+            if callable(value):
+                found[f"{prefix}.{name}"] = value
+    return found
+
+
+def _hooks() -> dict[str, tuple[Any, ...]]:
+    from torch.nn.modules import module
+
+    found: dict[str, tuple[Any, ...]] = {}
+    for name, value in vars(module).items():
+        if name.startswith("_global_"):
+            found[name] = tuple(value.values()) if isinstance(value, dict) else (value,)
+    return found
+
+
+def _modes() -> tuple[type, ...]:
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return tuple(type(m) for m in [*_get_current_dispatch_mode_stack(), *_get_current_function_mode_stack()])
+
+
+def _kernels() -> frozenset[str]:
+    """Every Python kernel registered for an aten operator (Meta kernels left out: they compute shapes, not
+    values), and every aten operator, each as a change would name it."""
+    import torch
+
+    python = set()
+    for impl in getattr(torch.library, "_impls", ()):  # "aten/_softmax/CPU"
+        namespace, op, key = (impl.split("/") + ["", ""])[:3]
+        if namespace == "aten" and key != "Meta":
+            python.add(f"a Python kernel for aten::{op} ({key})")
+    ops = {f"the operator {n}" for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
+    return frozenset(python | ops)
+
+
+def _replaced(before: Fingerprint, after: Fingerprint) -> tuple[Change, ...]:
+    found = []
+    for name, old in before.members.items():
+        new = after.members.get(name)
+        if new is None:
+            found.append(Change(f"removed {name}"))
+        elif new is not old and not _torch_own(new):
+            found.append(Change(f"replaced {name}", _module_of(new)))
+    return tuple(found)
+
+
+def _hooked(before: Fingerprint, after: Fingerprint) -> tuple[Change, ...]:
+    found = []
+    for name, hooks in after.hooks.items():
+        old = before.hooks.get(name, ())
+        if len(hooks) != len(old) or any(h is not o for h, o in zip(hooks, old)):
+            new = [h for h in hooks if all(h is not o for o in old)]
+            kind = name.removeprefix("_global_").replace("_", " ").rstrip("s")
+            found.append(Change(f"registered a global module {kind} (torch.nn.modules.module.{name})",
+                                _module_of(new[0]) if new else ""))
+    return tuple(found)
+
+
+def _moded(before: Fingerprint, after: Fingerprint) -> tuple[Change, ...]:
+    if after.modes == before.modes:
+        return ()
+    left = [m for m in after.modes if m not in before.modes] or list(after.modes)
+    return tuple(Change(f"left the mode {m.__qualname__} on torch's mode stack", m.__module__) for m in left[:3]) or (
+        Change("popped a mode off torch's mode stack"),)
+
+
+def _origin(value: Any) -> str:
+    """The file that holds ``value``'s code ("" when none is known)."""
+    call = vars(type(value)).get("__call__")  # a callable object: its class's code
+    for candidate in (value, getattr(value, "__func__", None), call):
+        code = getattr(candidate, "__code__", None)
+        if code is not None:
+            return os.path.abspath(code.co_filename)
+    module = sys.modules.get(getattr(value, "__module__", None) or "")
+    return os.path.abspath(getattr(module, "__file__", None) or "") if module else ""
+
+
+def _torch_own(value: Any) -> bool:
+    """Whether ``value`` is torch's: its code is in torch's package, or (a builtin) its module is torch's."""
+    import torch
+
+    origin = _origin(value)
+    if origin:
+        return origin.startswith(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    return (getattr(value, "__module__", None) or "").split(".")[0] == "torch"
+
+
+def _module_of(value: Any) -> str:
+    """The name of the module whose code ``value`` is ("" when none is found)."""
+    origin = _origin(value)
+    for name, module in list(sys.modules.items()):
+        if origin and os.path.abspath(getattr(module, "__file__", None) or "") == origin:
+            return name
+    return ""
