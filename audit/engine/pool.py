@@ -19,6 +19,7 @@ from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDra
 from audit.engine.parts import Part, Wholes, split, take
 from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome, error_outcome
+from audit.runtime import scratch
 from audit.runtime.channel import spawn, tail
 from audit.runtime.options import RunOptions
 from audit.runtime.reaper import end_group
@@ -65,7 +66,7 @@ class Worker:
 
 
 def _worker_env(options: RunOptions) -> dict[str, str]:
-    env = dict(os.environ)
+    env = scratch.worker_env(dict(os.environ))  # what a worker writes goes under the run's root
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     for threads in THREAD_POOLS:  # one thread each, as torch's own (worker.main): see THREAD_POOLS
@@ -127,8 +128,15 @@ def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: 
     run in one worker, the holder, which starts the per-worker ``resources`` they need (see
     :mod:`audit.engine.parts`).
 
-    Returns the environment the workers reported (each the same: one machine, one torch).
+    Returns the environment the workers reported (each the same: one machine, one torch). Whatever the workers
+    write goes under the run's temporary root (:mod:`audit.runtime.scratch`), removed when the jobs are done.
     """
+    with scratch.run_root():
+        return _run_jobs(jobs, options, listener, started, pinned, resources)
+
+
+def _run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: list[Worker] | None,
+              pinned: frozenset[str], resources: tuple[str, ...]) -> Environment:
     slots: list[Slot] = []
     reported: list[Environment] = []
     wanted = max(1, min(options.jobs, len(jobs)))

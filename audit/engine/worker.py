@@ -26,7 +26,7 @@ from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome, Verdict, error_outcome
 from audit.runtime import fingerprint, health
 from audit.runtime.channel import connect, keep_tails
-from audit.runtime.reaper import become_subreaper
+from audit.runtime.reaper import become_subreaper, die_with_parent
 from audit.runtime.startup import report_to
 
 if TYPE_CHECKING:  # names only: the worker imports the checks and the target's loader when it needs them
@@ -44,6 +44,7 @@ PRELOAD = ("audit.engine.cell", "torch.fx.experimental.symbolic_shapes")
 def main(argv: list[str]) -> int:
     """Serve jobs until the parent says stop or closes the pipe."""
     inbox, outbox = connect(argv)
+    die_with_parent()  # a run killed with SIGKILL takes its workers with it
     keep_tails()  # megabytes printed per call cost the worker nothing: only each write's end reaches the log
     become_subreaper()  # what a target starts in a session of its own still comes back to end with its cell
     import torch

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import datetime
 import pickle
-import signal
 import sys
 from pathlib import Path
 
@@ -102,9 +101,11 @@ NAME = b"audit-rank"
 
 def _die_with_parent() -> None:
     """Ask Linux to kill this process when the audit worker that started it dies, and name it a rank."""
+    from audit.runtime.reaper import die_with_parent
+
+    die_with_parent()
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         libc.prctl(15, ctypes.c_char_p(NAME))  # PR_SET_NAME
     except (OSError, AttributeError):
         pass
