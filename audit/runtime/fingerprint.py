@@ -47,7 +47,7 @@ class Fingerprint:
     members: dict[str, Any]
     hooks: dict[str, tuple[Any, ...]]
     modes: tuple[type, ...]
-    kernels: frozenset[str]
+    kernels: frozenset[tuple[str, str]]
 
 
 def take() -> Fingerprint:
@@ -58,7 +58,7 @@ def take() -> Fingerprint:
 def changes(before: Fingerprint, after: Fingerprint) -> tuple[Change, ...]:
     """What changed from ``before`` to ``after``, torch's own changes left out; empty when nothing did."""
     return (_replaced(before, after) + _hooked(before, after) + _moded(before, after)
-            + tuple(Change(f"registered {kernel}") for kernel in sorted(after.kernels - before.kernels)))
+            + _registered(before, after))
 
 
 def _namespaces() -> dict[str, Any]:
@@ -96,18 +96,41 @@ def _modes() -> tuple[type, ...]:
     return tuple(type(m) for m in [*_get_current_dispatch_mode_stack(), *_get_current_function_mode_stack()])
 
 
-def _kernels() -> frozenset[str]:
-    """Every Python kernel registered for an aten operator (Meta kernels left out: they compute shapes, not
-    values), and every aten operator, each as a change would name it."""
+def _kernels() -> frozenset[tuple[str, str]]:
+    """(operator, dispatch key) of every Python kernel registered for an aten operator (Meta kernels left out: they
+    compute shapes, not values), and (operator, "") for every aten operator."""
     import torch
 
     python = set()
     for impl in getattr(torch.library, "_impls", ()):  # "aten/_softmax/CPU"
         namespace, op, key = (impl.split("/") + ["", ""])[:3]
         if namespace == "aten" and key != "Meta":
-            python.add(f"a Python kernel for aten::{op} ({key})")
-    ops = {f"the operator {n}" for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
+            python.add((op, key))
+    ops = {(n.partition("::")[2], "") for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
     return frozenset(python | ops)
+
+
+def _registered(before: Fingerprint, after: Fingerprint) -> tuple[Change, ...]:
+    found = []
+    for op, key in sorted(after.kernels - before.kernels):
+        where = _registered_at(op, key)
+        if not _in_torch(where):
+            what = f"registered a Python kernel for aten::{op} ({key})" if key else f"defined the operator aten::{op}"
+            found.append(Change(what, _module_at(where)))
+    return tuple(found)
+
+
+def _registered_at(op: str, key: str) -> str:
+    """The file that registered the kernel of ``aten::op`` for ``key`` (torch's dispatcher records it), or ""."""
+    import torch
+
+    try:
+        table = torch._C._dispatch_dump(f"aten::{op}")
+    except RuntimeError:
+        return ""
+    prefix = f"{key}: registered at " if key else "schema: registered at "
+    line = next((line for line in table.splitlines() if line.startswith(prefix)), "")
+    return line.removeprefix(prefix).split(" ")[0].rpartition(":")[0]
 
 
 def _replaced(before: Fingerprint, after: Fingerprint) -> tuple[Change, ...]:
@@ -154,17 +177,27 @@ def _origin(value: Any) -> str:
 
 def _torch_own(value: Any) -> bool:
     """Whether ``value`` is torch's: its code is in torch's package, or (a builtin) its module is torch's."""
-    import torch
-
     origin = _origin(value)
     if origin:
-        return origin.startswith(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+        return _in_torch(origin)
     return (getattr(value, "__module__", None) or "").split(".")[0] == "torch"
+
+
+def _in_torch(path: str) -> bool:
+    """Whether the file ``path`` is in torch's package."""
+    import torch
+
+    return bool(path) and os.path.abspath(path).startswith(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
 
 
 def _module_of(value: Any) -> str:
     """The name of the module whose code ``value`` is ("" when none is found)."""
-    origin = _origin(value)
+    return _module_at(_origin(value))
+
+
+def _module_at(origin: str) -> str:
+    """The name of the imported module whose file is ``origin`` ("" when none is)."""
+    origin = os.path.abspath(origin) if origin else ""
     for name, module in list(sys.modules.items()):
         if origin and os.path.abspath(getattr(module, "__file__", None) or "") == origin:
             return name
