@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from audit.runtime.fingerprint import changes, take
+from tests.conftest import ROOT
 
 
 def _wrapped(function):
@@ -64,3 +67,13 @@ def test_a_python_kernel_for_an_aten_operator_is_a_change():
         assert [c.what for c in changes(start, take())] == ["registered a Python kernel for aten::_foreach_abs (CPU)"]
     finally:
         library._destroy()
+
+
+def test_kernels_torch_registers_on_first_use_are_no_change():
+    """functorch registers Python batching rules for aten operators on the first vmap (in a fresh process)."""
+    code = ("import torch\nfrom audit.runtime.fingerprint import changes, take\nstart = take()\n"
+            "torch.vmap(lambda a: torch.outer(a, a))(torch.ones(2, 2))\nprint(len(start.kernels ^ take().kernels), "
+            "changes(start, take()))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    registered, found = done.stdout.split(" ", 1)
+    assert int(registered) > 0 and found.strip() == "()", done.stdout
