@@ -79,7 +79,7 @@ def _computed(loaded, entries, settings: Settings, options):
     workers = [] if options.cache_dir or not entries else prestart(options, min(options.jobs, len(entries)),
                                                                      resources=resources_selected(settings.checks))
     try:
-        table = run_table(loaded)  # declarations: the parent imports no torch while the cache serves every cell
+        table = run_table(loaded, options.cache_dir)  # declarations: no torch while the cache serves every cell
         only = select_checks(table, settings.checks)
         with make_progress("quiet" if settings.quiet else settings.progress) as reporter:
             return audit_entries(loaded, entries, table, options, only=only, devices=set(settings.devices) or None,
