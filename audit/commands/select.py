@@ -38,10 +38,11 @@ def run_table(registry, cache_dir: str | None = None) -> dict:
 
 def _table(registry, folder: Path | None, code: bool, cache_dir: str | None = None) -> dict:
     from audit.checks import declarations, merged, table
-    from audit.engine.declarations import local_table
 
     try:
         if cache_dir and folder and not code:
+            from audit.engine.declarations import local_table  # the cache's: ``audit list`` never needs it
+
             checks = merged(declarations(), local_table(folder, registry.entries, Path(cache_dir)), folder)
         else:
             checks = table(folder, code=code)
