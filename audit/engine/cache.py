@@ -136,10 +136,10 @@ def audit_digest() -> str:
     return digest.hexdigest()
 
 
-def cell_key(entry: Entry, check: Check, key: CellKey, claimed: bool, options: RunOptions, environment: Environment,
+def cell_key(spec: str, check: Check, key: CellKey, claimed: bool, options: RunOptions, environment: Environment,
              code: dict[str, str], audit: str) -> str:
-    """The cache key of one cell."""
-    spec = entry_spec(entry)
+    """The cache key of one cell of the entry whose :func:`spec_digest` is ``spec`` (once per entry: a run the
+    cache serves whole spends its time here)."""
     examples = options.examples if claimed else options.unclaimed_examples
     material = {
         "format": FORMAT, "audit": audit, "entry": spec, "code": code,
