@@ -105,7 +105,7 @@ def _job(job: Job, outbox: Connection, bounds: health.Bounds, start: fingerprint
     with isolated():
         target = _load(job, outbox)
         watch = Watch(start, job.entry.target.partition(":")[0])
-        watch.look()
+        watch.look(operators=True)
         if target is None:  # every cell is an error already
             return watch.reason()
         for key in job.cells:
