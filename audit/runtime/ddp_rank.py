@@ -57,9 +57,12 @@ def _answer(request: GradientsRequest, loaded: dict, rank: int, world: int) -> G
     """This rank's gradients for ``request``, or the error, with where it happened."""
     from audit.runtime.isolation import isolated
 
+    from audit.runtime.randomness import reseed
+
     try:
         subject, state = _subject(request.spec, loaded)
         with isolated(state):
+            reseed(subject.seed)  # a stochastic target's draws: the cell's, not what the ranks served before it
             return Gradients(_gradients(subject, request, rank, world))
     except Exception as exc:  # the target's fault, reported to the check with where it happened
         from audit.kit import rank_error
