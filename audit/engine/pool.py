@@ -66,7 +66,7 @@ class Worker:
         self.log.close()
 
 
-def _worker_env(options: RunOptions, slot: int) -> dict[str, str]:
+def _worker_env(options: RunOptions, slot: int = 0) -> dict[str, str]:
     env = scratch.worker_env(dict(os.environ))  # what a worker writes goes under the run's root
     env = jit.slot_env(env, jit.root(options.base, options.cache_dir), slot)  # and what it compiles, in its slot's
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

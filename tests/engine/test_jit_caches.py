@@ -18,13 +18,12 @@ import yaml
 
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.slow
-
 ENTRIES = [{"name": name, "target": f"tests.fixtures.jit_cache:{name}", "inputs": [{"shape": ["N"]}],
             "dims": {"N": [1, 4]}} for name in ("Scale", "ScaleAgain")]
 DEFAULTS = {"owner": "@t", "supports": {"dtypes": ["float64"], "devices": ["cpu"]}}
 
 
+@pytest.mark.slow
 def test_two_workers_compiling_the_same_kernel_into_an_unlocked_cache_never_error(tmp_path):
     registry = tmp_path / "registry.yaml"
     registry.write_text(yaml.safe_dump({"version": 1, "defaults": DEFAULTS, "entries": ENTRIES}, sort_keys=False))
@@ -44,3 +43,15 @@ def test_two_workers_compiling_the_same_kernel_into_an_unlocked_cache_never_erro
         assert not user_cache.exists(), f"run {run}: the user's cache was written"
         shutil.rmtree(user_cache, ignore_errors=True)
     assert len(log.read_text().splitlines()) == 2  # once per slot, in the first run only
+
+
+def test_each_slot_gets_its_own_folders_and_torch_extensions_are_shared_unless_the_user_chose(tmp_path):
+    from audit.runtime.jit import root, slot_env
+
+    folder = root(str(tmp_path), None)
+    assert folder == tmp_path.resolve() / ".audit-cache" / "jit"
+    zero, one = slot_env({}, folder, 0), slot_env({}, folder, 1)
+    assert zero["XDG_CACHE_HOME"] == str(folder / "slot-0" / "xdg") != one["XDG_CACHE_HOME"]
+    assert zero["TRITON_CACHE_DIR"] != one["TRITON_CACHE_DIR"]
+    assert zero["TORCH_EXTENSIONS_DIR"] == one["TORCH_EXTENSIONS_DIR"] == str(folder / "torch_extensions")
+    assert slot_env({"TORCH_EXTENSIONS_DIR": "/mine"}, folder, 0)["TORCH_EXTENSIONS_DIR"] == "/mine"
