@@ -43,9 +43,7 @@ def run(flags: Mapping[str, Any], pyproject: Mapping[str, Any] | None = None) ->
 def _audit(loaded, settings: Settings) -> int:
     """Audit ``loaded``'s selected entries under ``settings``; the gate's exit code."""
     from audit.runtime.options import RunOptions
-    from audit.engine.pool import prestart
-    from audit.engine.runner import audit_entries
-    from audit.progress import progress as make_progress
+    from audit.runtime.scratch import run_root
 
     entries = select_entries(loaded, settings.select)
     split = None
@@ -54,21 +52,8 @@ def _audit(loaded, settings: Settings) -> int:
     options = RunOptions.of(settings, base=str(Path(settings.registry).resolve().parent),
                             checks_dir=str(checks_dir(loaded)),
                             triton_interpret=any(e.triton == "interpret" for e in entries))
-    # Workers import torch while this process plans: the two overlap. With the cache on, most runs need no
-    # worker at all, so none is started ahead. The first starts the per-worker resources (the distributed
-    # check's ranks) the selected checks may need.
-    workers = [] if options.cache_dir or not entries else prestart(options, min(options.jobs, len(entries)),
-                                                                     resources=resources_selected(settings.checks))
-    try:
-        table = run_table(loaded)  # declarations: the parent imports no torch while the cache serves every cell
-        only = select_checks(table, settings.checks)
-        with make_progress("quiet" if settings.quiet else settings.progress) as reporter:
-            result = audit_entries(loaded, entries, table, options, only=only,
-                                   devices=set(settings.devices) or None, on_event=reporter, workers=workers,
-                                   out=settings.out) if entries else None
-    finally:
-        for worker in workers:
-            worker.close()
+    with run_root():  # what every worker and rank writes, removed with it on the way out, whatever ends the run
+        result = _computed(loaded, entries, settings, options)
     if result is not None and not result.entries and not split:
         raise UsageError("nothing selected: no entry has a cell for the chosen checks and devices")
     if result is None:
@@ -80,6 +65,28 @@ def _audit(loaded, settings: Settings) -> int:
         click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
                    f"{options.cache_dir}; {result.computed} computed", err=True)
     return Exit.GATE_FAILED if matrix.verdict == "fail" else Exit.OK
+
+
+def _computed(loaded, entries, settings: Settings, options):
+    """The engine's result for ``entries`` (None when there are none)."""
+    from audit.engine.pool import prestart
+    from audit.engine.runner import audit_entries
+    from audit.progress import progress as make_progress
+
+    # Workers import torch while this process plans: the two overlap. With the cache on, most runs need no
+    # worker at all, so none is started ahead. The first starts the per-worker resources (the distributed
+    # check's ranks) the selected checks may need.
+    workers = [] if options.cache_dir or not entries else prestart(options, min(options.jobs, len(entries)),
+                                                                     resources=resources_selected(settings.checks))
+    try:
+        table = run_table(loaded, options.cache_dir)  # declarations: no torch while the cache serves every cell
+        only = select_checks(table, settings.checks)
+        with make_progress("quiet" if settings.quiet else settings.progress) as reporter:
+            return audit_entries(loaded, entries, table, options, only=only, devices=set(settings.devices) or None,
+                                 on_event=reporter, workers=workers, out=settings.out) if entries else None
+    finally:
+        for worker in workers:
+            worker.close()
 
 
 def _require_torch() -> None:

@@ -28,18 +28,24 @@ def check_table(registry, *, code: bool = True) -> dict:
     return _table(registry, folder, code)
 
 
-def run_table(registry) -> dict:
+def run_table(registry, cache_dir: str | None = None) -> dict:
     """The table a run plans, keys its result cache and judges with: :func:`check_table`'s names, order,
-    versions and claims, its local checks imported, but the built-in checks as declarations, without torch
-    (the workers import the checks' code; a run the cache serves whole never needs it)."""
-    return _table(registry, checks_dir(registry), code=False)
+    versions and claims, but the built-in checks as declarations, without torch (the workers import the checks'
+    code; a run the cache serves whole never needs it). With a ``cache_dir``, local checks too are their stored
+    declarations where those are current (:mod:`audit.engine.declarations`); else they are imported."""
+    return _table(registry, checks_dir(registry), code=False, cache_dir=cache_dir)
 
 
-def _table(registry, folder: Path | None, code: bool) -> dict:
-    from audit.checks import table
+def _table(registry, folder: Path | None, code: bool, cache_dir: str | None = None) -> dict:
+    from audit.checks import declarations, merged, table
 
     try:
-        checks = table(folder, code=code)
+        if cache_dir and folder and not code:
+            from audit.engine.declarations import local_table  # the cache's: ``audit list`` never needs it
+
+            checks = merged(declarations(), local_table(folder, registry.entries, Path(cache_dir)), folder)
+        else:
+            checks = table(folder, code=code)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     problems = [Problem(registry.path, e.line, 1, f"{e.name}.checks", f"no check named {name!r} in {folder}")

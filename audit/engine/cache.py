@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -135,10 +136,10 @@ def audit_digest() -> str:
     return digest.hexdigest()
 
 
-def cell_key(entry: Entry, check: Check, key: CellKey, claimed: bool, options: RunOptions, environment: Environment,
+def cell_key(spec: str, check: Check, key: CellKey, claimed: bool, options: RunOptions, environment: Environment,
              code: dict[str, str], audit: str) -> str:
-    """The cache key of one cell."""
-    spec = {k: v for k, v in dataclasses.asdict(entry).items() if k not in JUDGING_ONLY}
+    """The cache key of one cell of the entry whose :func:`spec_digest` is ``spec`` (once per entry: a run the
+    cache serves whole spends its time here)."""
     examples = options.examples if claimed else options.unclaimed_examples
     material = {
         "format": FORMAT, "audit": audit, "entry": spec, "code": code,
@@ -150,14 +151,47 @@ def cell_key(entry: Entry, check: Check, key: CellKey, claimed: bool, options: R
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def entry_spec(entry: Entry) -> dict[str, object]:
+    """The entry as far as it can change an outcome: without the fields that only judging reads."""
+    return {k: v for k, v in dataclasses.asdict(entry).items() if k not in JUDGING_ONLY}
+
+
+def spec_digest(entry: Entry) -> str:
+    """sha256 of :func:`entry_spec`."""
+    return hashlib.sha256(json.dumps(entry_spec(entry), sort_keys=True, default=repr).encode()).hexdigest()
+
+
 def _origin(module: str) -> Path | None:
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
+    """The file of ``module``: found on ``sys.path`` without importing it or its packages where it can be
+    (``importlib.util.find_spec`` imports ``torch`` and ``torch.nn`` to find ``torch.nn.functional``, a common
+    reference's module: seconds), else as importlib finds it (another finder: an editable install's)."""
+    spec = _path_spec(module)
+    if spec is None:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            return None
     if spec is None or not spec.origin or not os.path.isfile(spec.origin):
         return None
     return Path(spec.origin)
+
+
+def _path_spec(module: str) -> importlib.machinery.ModuleSpec | None:
+    spec: importlib.machinery.ModuleSpec | None = None
+    parts = module.split(".")
+    for depth in range(len(parts)):
+        name = ".".join(parts[:depth + 1])
+        loaded = sys.modules.get(name)
+        places = sys.path if spec is None else spec.submodule_search_locations
+        if loaded is not None and getattr(loaded, "__spec__", None) is not None:
+            spec = loaded.__spec__
+        elif not parts[depth] or places is None:
+            return None
+        else:
+            spec = importlib.machinery.PathFinder.find_spec(name, list(places))
+            if spec is None:
+                return None
+    return spec
 
 
 def _file_digest(path: Path) -> str:

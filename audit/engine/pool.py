@@ -19,6 +19,7 @@ from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDra
 from audit.engine.parts import Part, Wholes, split, take
 from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome, error_outcome
+from audit.runtime import jit, scratch
 from audit.runtime.channel import spawn, tail
 from audit.runtime.options import RunOptions
 from audit.runtime.reaper import end_group
@@ -36,13 +37,14 @@ MAX_RESTARTS = 3
 class Worker:
     """One worker process and the two pipes to it; its stdout and stderr go to a temporary log."""
 
-    def __init__(self, options: RunOptions, resources: tuple[str, ...] = ()) -> None:
+    def __init__(self, options: RunOptions, resources: tuple[str, ...] = (), slot: int = 0) -> None:
         """``resources``: the per-worker resources the worker starts at start-up, by name (the holder of the cells of
-        the checks that need them, see :mod:`audit.engine.parts`)."""
+        the checks that need them, see :mod:`audit.engine.parts`). ``slot``: its index among the workers running at
+        once, which names its JIT cache folders (:mod:`audit.runtime.jit`; a replacement takes the same)."""
         self.log = tempfile.TemporaryFile()  # noqa: SIM115  (the worker's log, for as long as it lives: close())
-        self.resources = resources
+        self.resources, self.slot = resources, slot
         args = [str(options.max_memory), *resources]
-        child = spawn("audit.engine.worker", args, env=_worker_env(options), log=self.log)
+        child = spawn("audit.engine.worker", args, env=_worker_env(options, slot), log=self.log)
         self.process, self.outbox, self.inbox = child.process, child.outbox, child.inbox
         self.max_memory = options.max_memory
 
@@ -64,8 +66,9 @@ class Worker:
         self.log.close()
 
 
-def _worker_env(options: RunOptions) -> dict[str, str]:
-    env = dict(os.environ)
+def _worker_env(options: RunOptions, slot: int = 0) -> dict[str, str]:
+    env = scratch.worker_env(dict(os.environ))  # what a worker writes goes under the run's root
+    env = jit.slot_env(env, jit.root(options.base, options.cache_dir), slot)  # and what it compiles, in its slot's
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
     for threads in THREAD_POOLS:  # one thread each, as torch's own (worker.main): see THREAD_POOLS
@@ -117,7 +120,7 @@ Slot = tuple[Worker, Assignment | None]
 def prestart(options: RunOptions, count: int, resources: tuple[str, ...] = ()) -> list[Worker]:
     """Start ``count`` workers now, so that their torch import overlaps the parent's planning; the first (the one
     that will hold the cells of the checks that need them) starts the per-worker ``resources``."""
-    return [Worker(options, resources=() if index else resources) for index in range(max(0, count))]
+    return [Worker(options, resources=() if index else resources, slot=index) for index in range(max(0, count))]
 
 
 def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: list[Worker] | None = None,
@@ -127,8 +130,15 @@ def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: 
     run in one worker, the holder, which starts the per-worker ``resources`` they need (see
     :mod:`audit.engine.parts`).
 
-    Returns the environment the workers reported (each the same: one machine, one torch).
+    Returns the environment the workers reported (each the same: one machine, one torch). Whatever the workers
+    write goes under the run's temporary root (:mod:`audit.runtime.scratch`), removed when the jobs are done.
     """
+    with scratch.run_root():
+        return _run_jobs(jobs, options, listener, started, pinned, resources)
+
+
+def _run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: list[Worker] | None,
+              pinned: frozenset[str], resources: tuple[str, ...]) -> Environment:
     slots: list[Slot] = []
     reported: list[Environment] = []
     wanted = max(1, min(options.jobs, len(jobs)))
@@ -142,7 +152,8 @@ def run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started: 
     try:
         slots = [(w, None) for w in started[:wanted]]
         used = resources if any(key.check in pinned for job in jobs for key in job.cells) else ()
-        slots += [(Worker(options, resources=() if index else used), None) for index in range(len(slots), wanted)]
+        slots += [(Worker(options, resources=() if index else used, slot=index), None)
+                  for index in range(len(slots), wanted)]
         while pending or any(a for _, a in slots):
             slots = [_assign(w, a, pending, listener, options, holder=not index)
                      for index, (w, a) in enumerate(slots)]
@@ -251,7 +262,7 @@ def _retire(worker: Worker, assignment: Assignment, reason: str, options: RunOpt
     cell has its outcome), and give what is left of the entry to a fresh worker."""
     worker.close()
     _count_loss(assignment, listener, "was retired as damaged")
-    return _go_on(Worker(options, resources=worker.resources), assignment, options, listener)
+    return _go_on(Worker(options, resources=worker.resources, slot=worker.slot), assignment, options, listener)
 
 
 def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOptions, listener: Listener,
@@ -267,7 +278,7 @@ def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOpt
         message = f"{cause} during {current.check} ({current.dtype}, {current.device}){where}{note}"
         _record(assignment, error_outcome(current, message), listener)
     _count_loss(assignment, listener, "died or hung")
-    return _go_on(Worker(options, resources=worker.resources), assignment, options, listener)
+    return _go_on(Worker(options, resources=worker.resources, slot=worker.slot), assignment, options, listener)
 
 
 def _count_loss(assignment: Assignment, listener: Listener, how: str) -> None:

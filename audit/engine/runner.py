@@ -3,6 +3,8 @@ run the rest in workers, judge each outcome as it arrives, stream progress."""
 
 from __future__ import annotations
 
+import functools
+import os
 import shlex
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from audit.checks import resources
 from audit.contract import DEVICE_ORDER, DTYPE_ORDER
-from audit.engine.cache import Cache, audit_digest, cell_key, code_fingerprint
+from audit.engine.cache import Cache, audit_digest, cell_key, code_fingerprint, spec_digest
 from audit.engine.environment import forget as forget_environment, known as stored_environment
 from audit.engine.job import Finished, Job
 from audit.engine.plan import claims, plan
@@ -150,8 +152,9 @@ def _served(job: Job, checks: Mapping[str, Check], options: RunOptions, cache: C
     keys: dict[CellKey, str] = {}
     outcomes: dict[CellKey, Outcome] = {}
     digest: str | None = None
+    spec = spec_digest(job.entry)
     for key in job.cells:
-        keys[key] = cell_key(job.entry, checks[key.check], key, job.claimed[key], options, environment, code, audit)
+        keys[key] = cell_key(spec, checks[key.check], key, job.claimed[key], options, environment, code, audit)
         found = cache.get(keys[key])
         if found:
             outcomes[key], digest = found
@@ -253,7 +256,14 @@ def repro_command(name: str, key: CellKey, seed: int, registry: str, backend: st
     command = ["audit", "repro", name, key.check, "--dtype", key.dtype, "--device", key.device, "--seed", str(seed)]
     if key.check == "compile" and backend != "aot_eager":
         command += ["--compile-backend", backend]
-    if Path(registry).name != "registry.yaml" or Path(registry).parent.resolve() != Path.cwd().resolve():
+    if _names_registry(registry, os.getcwd()):
         command += ["--registry", registry]
     return shlex.join(command)
+
+
+@functools.lru_cache(maxsize=8)
+def _names_registry(registry: str, cwd: str) -> bool:
+    """Whether a command run in ``cwd`` must name ``registry`` (it is not ``registry.yaml`` there); once per run,
+    not per cell (resolving paths is most of a cached cell's judging)."""
+    return Path(registry).name != "registry.yaml" or Path(registry).parent.resolve() != Path(cwd).resolve()
 

@@ -21,11 +21,12 @@ from audit.engine import memory
 from audit.engine.job import Job
 from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, JobDone, Loaded, Ready, Retiring,
                                    StartUp)
+from audit.engine.tampering import Watch
 from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome, Verdict, error_outcome
-from audit.runtime import health
+from audit.runtime import fingerprint, health
 from audit.runtime.channel import connect, keep_tails
-from audit.runtime.reaper import become_subreaper
+from audit.runtime.reaper import become_subreaper, die_with_parent
 from audit.runtime.startup import report_to
 
 if TYPE_CHECKING:  # names only: the worker imports the checks and the target's loader when it needs them
@@ -43,6 +44,7 @@ PRELOAD = ("audit.engine.cell", "torch.fx.experimental.symbolic_shapes")
 def main(argv: list[str]) -> int:
     """Serve jobs until the parent says stop or closes the pipe."""
     inbox, outbox = connect(argv)
+    die_with_parent()  # a run killed with SIGKILL takes its workers with it
     keep_tails()  # megabytes printed per call cost the worker nothing: only each write's end reaches the log
     become_subreaper()  # what a target starts in a session of its own still comes back to end with its cell
     import torch
@@ -62,6 +64,7 @@ def main(argv: list[str]) -> int:
     report_to(lambda what: outbox.send(StartUp(what)))
     health.own()
     bounds, served = health.Bounds(health.read(), int(argv[2])), 0
+    start = fingerprint.take()  # torch as the audit left it: an entry that changes it is the last in this worker
     outbox.send(Ready(environment()))
     while True:
         try:
@@ -69,7 +72,7 @@ def main(argv: list[str]) -> int:
         except EOFError:  # the parent closed the pipe: no more work
             return 0
         served += 1
-        damaged = _job(message.job, outbox, bounds) or health.checkup(bounds, served, message.job.entry.name)
+        damaged = _job(message.job, outbox, bounds, start) or health.checkup(bounds, served, message.job.entry.name)
         if damaged:
             _retire(damaged, inbox, outbox)
         outbox.send(JobDone())
@@ -89,9 +92,10 @@ def environment() -> Environment:
                        devices=tuple(devices), platform=platform.platform())
 
 
-def _job(job: Job, outbox: Connection, bounds: health.Bounds) -> str:
-    """Audit one entry's cells; returns why this worker must retire, when a cell may have damaged it ("" when
-    none did: :mod:`audit.runtime.health`). Global torch state the entry's import leaves (a module that sets its
+def _job(job: Job, outbox: Connection, bounds: health.Bounds, start: fingerprint.Fingerprint) -> str:
+    """Audit one entry's cells; returns why this worker must retire, when a cell may have damaged it or the entry
+    changed torch itself since ``start`` ("" when neither: :mod:`audit.runtime.health`,
+    :mod:`audit.runtime.fingerprint`). Global torch state the entry's import leaves (a module that sets its
     default dtype) stays for its cells, as its users see it, and is undone after the entry; :func:`run_cell`
     undoes what each cell changes."""
     from audit.runtime.isolation import isolated
@@ -100,8 +104,10 @@ def _job(job: Job, outbox: Connection, bounds: health.Bounds) -> str:
     checks = _checks(job.options.checks_dir)
     with isolated():
         target = _load(job, outbox)
+        watch = Watch(start, job.entry.target.partition(":")[0])
+        watch.look(operators=True)
         if target is None:  # every cell is an error already
-            return ""
+            return watch.reason()
         for key in job.cells:
             outbox.send(CellStarted(key))
             outcome = _cell(target, checks[key.check], key, job, outbox)
@@ -109,10 +115,11 @@ def _job(job: Job, outbox: Connection, bounds: health.Bounds) -> str:
             damaged = health.taken()
             if not damaged and outcome.verdict == Verdict.ERRORED and outcome.message.startswith(AUDIT_FAILED):
                 damaged = health.checkup(bounds, 0)  # an error not classified: look now
-            outbox.send(CellFinished(outcome))
+            watch.look()
+            outbox.send(CellFinished(watch.mark(outcome)))
             if damaged:
                 return damaged
-    return ""
+    return watch.reason()
 
 
 def _retire(reason: str, inbox: Connection, outbox: Connection) -> None:

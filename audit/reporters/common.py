@@ -12,6 +12,7 @@ from audit.registry.model import LAYER_KINDS
 from audit.reporters.statuses import SEVERITY
 from audit.results.cells import Cell, CellFailure
 from audit.results.matrix import Matrix, MatrixEntry
+from audit.runtime.fingerprint import METRIC as PATCHED
 
 SHOWN = (Status.FAIL, Status.ERROR)
 
@@ -119,6 +120,17 @@ def also_line(failure: CellFailure) -> str:
 def also_lines(cell: Cell) -> list[str]:
     """A line for each of a cell's further failures (none when it has one)."""
     return [also_line(f) for f in further_failures(cell)]
+
+
+def patch_lines(matrix: Matrix) -> list[str]:
+    """One line per change an entry made to torch itself (a package that patches torch when imported), each once,
+    in matrix order: ``softmax_pkg: importing pkg replaced torch.softmax: every model that imports it computes
+    something else``."""
+    found: dict[str, None] = {}
+    for entry, cell in matrix.pairs():
+        for sentence in cell.metrics.get(PATCHED, ()):
+            found[f"{entry.name}: {sentence}: every model that imports it computes something else"] = None
+    return list(found)
 
 
 def headline(matrix: Matrix) -> str:

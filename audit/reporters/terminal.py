@@ -17,8 +17,8 @@ from rich.text import Text
 from audit.contract import Status
 from audit.results.cells import Cell
 from audit.results.matrix import Matrix
-from audit.reporters.common import (SHOWN, also_lines, columns, failure_line, group, headline, owner_groups, printable,
-                                    problems, registry_of, row_label, rows, short, worst)
+from audit.reporters.common import (SHOWN, also_lines, columns, failure_line, group, headline, owner_groups,
+                                    patch_lines, printable, problems, registry_of, row_label, rows, short, worst)
 from audit.reporters.statuses import PRESENTATION
 
 LEGEND = "  ".join(f"{shown.symbol} {status.value}" for status, shown in PRESENTATION.items()) + "  · no cell"
@@ -45,6 +45,8 @@ def render(matrix: Matrix, *, color: bool = False, width: int = 120, by_owner: b
     for entry, cell in problems(matrix, shown):
         for line in [failure_line(entry, cell, registry_of(matrix))] + [f"  {a}" for a in also_lines(cell)]:
             console.print(Text(printable(line), style=style(cell.status)), soft_wrap=True)
+    for line in patch_lines(matrix):
+        console.print(Text(printable(line), style="bold yellow"), soft_wrap=True)
     if verbosity >= 0:
         for title, narrowed in owner_groups(matrix) if by_owner else [("validation matrix", matrix)]:
             for shown_part in _parts(narrowed, title, width):

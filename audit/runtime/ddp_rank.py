@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import datetime
 import pickle
-import signal
 import sys
 from pathlib import Path
 
@@ -58,9 +57,12 @@ def _answer(request: GradientsRequest, loaded: dict, rank: int, world: int) -> G
     """This rank's gradients for ``request``, or the error, with where it happened."""
     from audit.runtime.isolation import isolated
 
+    from audit.runtime.randomness import reseed
+
     try:
         subject, state = _subject(request.spec, loaded)
         with isolated(state):
+            reseed(subject.seed)  # a stochastic target's draws: the cell's, not what the ranks served before it
             return Gradients(_gradients(subject, request, rank, world))
     except Exception as exc:  # the target's fault, reported to the check with where it happened
         from audit.kit import rank_error
@@ -102,9 +104,11 @@ NAME = b"audit-rank"
 
 def _die_with_parent() -> None:
     """Ask Linux to kill this process when the audit worker that started it dies, and name it a rank."""
+    from audit.runtime.reaper import die_with_parent
+
+    die_with_parent()
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         libc.prctl(15, ctypes.c_char_p(NAME))  # PR_SET_NAME
     except (OSError, AttributeError):
         pass

@@ -17,8 +17,10 @@ import os
 import signal
 import sys
 
-#: prctl's option that makes a process its descendants' reaper (linux/prctl.h).
+#: prctl's option that makes a process its descendants' reaper, and the one that names the signal it gets when its
+#: parent dies (linux/prctl.h).
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
 #: Processes this process started on purpose and keeps across cells (the distributed ranks), with their trees.
 _KEPT: set[int] = set()
 
@@ -32,6 +34,22 @@ def become_subreaper() -> bool:
         return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def die_with_parent() -> bool:
+    """Ask Linux to kill this process when its parent dies (a run killed with SIGKILL ends no worker itself: one
+    busy in a hung cell would run on, and write on, for ever); whether it will be."""
+    if not sys.platform.startswith("linux"):
+        return False
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        asked = libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != parent:  # the parent died before the request: nothing will send the signal
+        os._exit(1)
+    return asked
 
 
 def keep(pid: int) -> None:
