@@ -60,7 +60,8 @@ def _settled(outcome: Outcome) -> Outcome:
 
 def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunOptions, claimed: bool,
          on_example: OnExample | None) -> Outcome:
-    skip = _unavailable(key.device) or target.unbuilt.get(key.device, "") or _not_for_sparse(entry, check)
+    skip = (_unavailable(key.device) or target.unbuilt.get(key.device, "") or _not_for_sparse(entry, check)
+            or (triton.untrusted(entry, key.dtype) if key.device == "cpu" else ""))
     if skip:
         return Outcome(key, Verdict.SKIPPED, skip)
     seed = cell_seed(options.seed, entry.name, key.check, key.dtype, key.device)

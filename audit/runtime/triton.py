@@ -63,3 +63,51 @@ def limitation(exc: BaseException) -> str:
     said = str(exc).splitlines()[0] if str(exc) else ""
     return (f"Triton's interpreter cannot run this kernel ({type(exc).__name__}: {said}): "
             "a limitation of the interpreter, not a verdict on the kernel; audit it on a CUDA device")
+
+
+#: Values whose nearest bfloat16 is not the one truncation gives: 0.99998 rounds to 1.0 (truncated: 0.99609375).
+_ROUNDING_PROBE = (0.99998, 1.0 + 3 / 512, 0.3, -0.99998)
+
+
+def untrusted(entry, dtype: str) -> str:
+    """Why ``entry``'s cells in ``dtype`` cannot be judged through Triton's interpreter ("" when they can): where
+    the interpreter's conversion of float32 to ``dtype`` does not round to nearest as a GPU does, measured once on a
+    probe kernel (Triton 3.x's interpreter truncates float32 to bfloat16: every bfloat16 store is off by up to one
+    ulp toward zero, which a softmax backward at a probability near 1 turns into a gradient 300 times its error)."""
+    if not interpreted(entry) or dtype not in ("bfloat16", "float16"):
+        return ""
+    if _converts_to_nearest(dtype):
+        return ""
+    return (f"Triton's interpreter does not round float32 to {dtype} to nearest as a GPU does (it truncates: "
+            f"{_ROUNDING_PROBE[0]} becomes {_probe(dtype)[0]!r}), so a {dtype} result through it says nothing about "
+            f"the kernel; audit the {dtype} cells on a CUDA device")
+
+
+def _converts_to_nearest(dtype: str) -> bool:
+    import torch
+
+    values = torch.tensor(_ROUNDING_PROBE, dtype=torch.float32)
+    return _probe(dtype) == values.to(getattr(torch, dtype)).tolist()
+
+
+_PROBED: dict[str, list[float]] = {}
+
+
+def _probe(dtype: str) -> list[float]:
+    """What the interpreter stores for :data:`_ROUNDING_PROBE` converted to ``dtype`` inside a kernel (cached)."""
+    if dtype not in _PROBED:
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def convert(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            mask = offs < n
+            tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask).to(out_ptr.dtype.element_ty), mask=mask)
+
+        values = torch.tensor(_ROUNDING_PROBE, dtype=torch.float32)
+        out = torch.empty(len(_ROUNDING_PROBE), dtype=getattr(torch, dtype))
+        convert[(1,)](values, out, len(_ROUNDING_PROBE), BLOCK=8)
+        _PROBED[dtype] = out.tolist()
+    return _PROBED[dtype]

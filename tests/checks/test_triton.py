@@ -90,3 +90,43 @@ def test_with_cuda_present_the_cpu_cells_say_why_they_do_not_run(monkeypatch):
     unbuilt = triton_runtime.prepare(spec)
     assert "run on CUDA here" in unbuilt["cpu"] and "TRITON_INTERPRET" not in os.environ
     assert triton_runtime.prepare(Entry(name="k", owners=("@t",), kind="function", target="m:F", inputs=())) == {}
+
+
+H = "tests.fixtures.triton_half"
+HALF_ROWS = {"inputs": [{"shape": ["B", "N"], "domain": [-8, 8]}], "dims": {"B": [1, 3], "N": [1, 40]},
+             "reference": f"{H}:softmax_reference", "supports": {"dtypes": ["bfloat16", "float16"]}}
+
+
+@pytest.mark.parametrize("check", ["forward", "gradcheck", "dtype"])
+def test_a_half_only_triton_kernel_is_judged_by_the_precisions_own_error(tmp_path, check):
+    held = observe(entry(tmp_path, name="softmax", target=f"{H}:Softmax", triton="interpret", **HALF_ROWS), check,
+                   "float16")
+    assert held.verdict == HELD, held.message
+    if check == "forward":
+        return
+    found = observe(entry(tmp_path, name="off", target=f"{H}:SoftmaxOff", triton="interpret", **HALF_ROWS), check,
+                    "float16")
+    assert found.verdict == VIOLATED and "x float16's own" in found.message, found.message
+
+
+def test_where_the_interpreter_does_not_round_to_nearest_the_cell_is_a_skip_for_a_gpu(monkeypatch, tmp_path):
+    """Triton 3.x's interpreter truncates float32 to bfloat16 (its cast passes no rounding mode): the correct kernel
+    above then fails in bfloat16 under the interpreter, against a softmax backward at probabilities near 1."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    kernel = entry(tmp_path, name="softmax", target=f"{H}:Softmax", triton="interpret", **HALF_ROWS)
+    found = observe(kernel, "gradcheck", "bfloat16")
+    reason = triton_runtime.untrusted(kernel, "bfloat16")
+    if reason:
+        assert found.verdict == SKIPPED and found.message == reason
+        assert "truncates" in reason and "on a CUDA device" in reason
+    else:  # an interpreter that rounds to nearest: judged like float16
+        assert found.verdict == HELD, found.message
+    assert triton_runtime.untrusted(kernel, "float16") == ""
+
+
+def test_a_conversion_the_probe_finds_wrong_is_named(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setitem(triton_runtime._PROBED, "float16", [0.5, 0.5, 0.5, 0.5])
+    kernel = entry(tmp_path, target=f"{H}:Softmax", triton="interpret", **HALF_ROWS)
+    assert "does not round float32 to float16" in triton_runtime.untrusted(kernel, "float16")
+    assert triton_runtime.untrusted(entry(tmp_path, target=f"{H}:Softmax", **HALF_ROWS), "float16") == ""
