@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 
 from audit.checks import reference, replayable, smoothness
@@ -9,7 +11,8 @@ from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation
 from audit.contract import LOW_PRECISION_DTYPES
 from audit.kit import (GradcheckError, defined_only, dense, detached, explain_gradcheck_failure, floating, fresh,
-                       grad_inputs, gradients, guarded, leaves_in, mismatches, module_of, outputs_of,
+                       grad_inputs, gradients, guarded, leaves_in, measured_noise, mismatches, module_of,
+                       noisy_mismatches, outputs_of,
                        own_error_mismatches, sparse_gradient_problems, three_runs, value_range, wide,
                        wrapped)
 from audit.toolkit.jacobian import gradcheck_options, gradcheck_values, wrap
@@ -92,16 +95,22 @@ def parameter_differences(fn, ref, args, *, seed, parameter_options=None) -> lis
     return []
 
 
-def against_reference(fn, ref, args, *, seed, tol, observe=None) -> list:
+def against_reference(fn, ref, args, *, seed, tol, observe=None, sensitive=False) -> list:
     """With a reference, the target's gradient (cotangents drawn from ``seed``) against the reference's within
-    ``tol``, where the reference's is defined (elsewhere gradcheck, which held, has judged the target's)."""
+    ``tol``, where the reference's is defined (elsewhere gradcheck, which held, has judged the target's);
+    ``sensitive``: where that fails, again with the reference's own sensitivity at the point added
+    (:func:`audit.kit.noisy_mismatches`: its gradient's spread over steps of a few dozen ulps of the inputs, large
+    only where the point is ill-conditioned)."""
     if ref is None:
         return []
     got, expected = reference_gradients(fn, ref, args, seed)
     expected = defined_only(got, expected, observe, "gradient of input")
+    found = mismatches("gradient of input", got, expected, tol)
+    if found and sensitive:
+        spread = measured_noise(lambda xs: [gradients(outputs_of(ref(*xs)), xs, seed)], fresh(args))
+        found = noisy_mismatches("gradient of input", got, expected, tol, lambda: spread()[0])
     return [f"{line} against the reference's autograd gradient (vjp with random cotangents); a backward computed "
-            "in lower precision than its input passes finite differences but not this"
-            for line in mismatches("gradient of input", got, expected, tol)]
+            "in lower precision than its input passes finite differences but not this" for line in found]
 
 
 def against_own_error(fn, ref, args, *, seed, dtype, ratios=None) -> list:
@@ -153,6 +162,9 @@ def run(subject, case) -> None:
         found = replayable.stage(CHECK, against_reference, subject, case, observe=observe)
     if found and _reference_excused(subject, case, fn, inputs, eps):
         return
+    if found:  # last, the reference's own sensitivity at an ill-conditioned point
+        with reference.blamed_if_it_raises(subject, lambda: subject.args(case)):
+            found = replayable.stage(CHECK, partial(against_reference, sensitive=True), subject, case)
     _hold(found)
 
 

@@ -108,7 +108,7 @@ ILL = "tests.fixtures.ill_conditioned"
 NEAR = {"kind": "callable", "inputs": [{"shape": [3], "domain": [-1, 1]}]}
 
 
-@pytest.mark.parametrize("check", ["forward"])  # its gradient: the reference-unreliable path, timing-bound (open)
+@pytest.mark.parametrize("check", ["gradcheck", "forward", "dtype"])
 def test_a_correct_float64_function_at_an_ill_conditioned_point_holds_against_its_reference(tmp_path, check):
     subject = entry(tmp_path, target=f"{ILL}:nearly_repeated_sqrt", reference=f"{ILL}:nearly_repeated_sqrt_reference",
                     **{**NEAR, "inputs": [{"shape": [3], "domain": [1 - 1e-10, 1 + 1e-10]}]})
