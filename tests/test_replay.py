@@ -31,7 +31,7 @@ ROWS = rows()
 #: Every fixture module: a new one is inventoried without anyone remembering to list it.
 #: Fixture modules; triton_kernels needs the triton package (it is in the test extra where wheels exist).
 FIXTURES = tuple(sorted(p.stem for p in (Path(__file__).parent / "fixtures").glob("*.py") if p.stem != "__init__"
-                        and (p.stem != "triton_kernels" or importlib.util.find_spec("triton"))))
+                        and (p.stem not in ("triton_kernels", "triton_half") or importlib.util.find_spec("triton"))))
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ NOTHING_WIDER = ("outputs and gradients keep the input's dtype, but their values
                  "a dtype it does not claim (add a reference, or claim float32 or float64)")
 
 
-def dtype_check(fn, ref, args, *, seed, dtype, tol, options, own_error=False, widest=None, ratios=None,
+def dtype_check(fn, ref, args, *, seed, dtype, tol, options, own_error=False, wider_dtype=None, ratios=None,
                 observe=None) -> list:
     """(Not named ``dtype``: the script's ``dtype`` is the cell's.) Outputs and gradients in the input's dtype
     (:func:`kept_dtypes`), then their values: in a cell judged by the precision's own error (``own_error``) with a
@@ -36,7 +36,7 @@ def dtype_check(fn, ref, args, *, seed, dtype, tol, options, own_error=False, wi
         return found
     if own_error and ref is not None:
         return by_own_error(fn, ref, args, seed=seed, dtype=dtype, ratios=ratios)
-    wider = widest_run(fn, ref, args, seed, dtype, widest)
+    wider = widest_run(fn, ref, args, seed, dtype, wider_dtype)
     if wider is None:
         return []
     return (judged_where_undefined(fn, grads, wider, options)
@@ -82,23 +82,23 @@ def _or_counterpart(dtype) -> str:
     return f" or {str(twin).replace('torch.', '')}" if twin else ""
 
 
-def widest_run(fn, ref, args, seed: int, dtype, widest):
+def widest_run(fn, ref, args, seed: int, dtype, wider_dtype):
     """What the cell's results are compared with: (whom: "the reference" or the dtype's name, the wider arguments,
     their outputs, their gradients, the largest value that computation passes through and its sensitivity, each a
     callable measured once when asked); None when there is nothing wider. The reference runs in float64
     (complex128) where the cell is that precise, or where no claimed dtype is more precise than the cell's
-    (``widest`` None); else the target runs in ``widest``, the most precise dtype it claims: never in one it does
-    not."""
+    (``wider_dtype`` None); else the target runs in ``wider_dtype``, the most precise dtype it claims: never in one
+    it does not."""
     top = dtype in (torch.float64, torch.complex128)
-    referenced = ref is not None and (top or widest is None)
-    if not referenced and (top or widest is None):
+    referenced = ref is not None and (top or wider_dtype is None)
+    if not referenced and (top or wider_dtype is None):
         return None  # float64 without a reference: the cell's own run is the widest there is
     baseline = ref if referenced else fn
-    leaves = leaves_in(args, torch.float64 if referenced else widest)
+    leaves = leaves_in(args, torch.float64 if referenced else wider_dtype)
     expected, expected_grads = outputs_and_gradients(baseline, leaves, seed)
     largest = once(lambda: largest_value(lambda: outputs_and_gradients(baseline, leaves, seed)))
     sensitivity = measured_noise(lambda xs: list(outputs_and_gradients(baseline, xs, seed)), leaves)
-    whom = "the reference" if referenced else str(widest).replace("torch.", "")
+    whom = "the reference" if referenced else str(wider_dtype).replace("torch.", "")
     return whom, leaves, expected, expected_grads, largest, sensitivity
 
 
@@ -145,7 +145,7 @@ def run(subject, case) -> None:
             _hold(replayable.stage(CHECK, by_own_error, subject, case))
         return
     with reference.blamed_if_it_raises(subject, lambda: leaves_in(subject.args(case), torch.float64)):
-        wider = widest_run(fn, ref, args, subject.seed, values["dtype"], values["widest"])
+        wider = widest_run(fn, ref, args, subject.seed, values["dtype"], values["wider_dtype"])
     if wider is None:
         if values["dtype"] in (torch.float64, torch.complex128):
             return

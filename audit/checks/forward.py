@@ -13,7 +13,7 @@ from audit.toolkit.jacobian import wrap
 from audit.toolkit.tensors import grad_inputs
 
 
-def forward(fn, ref, args, *, tol, dtype, own_error=False, widest=None, ratios=None, observe=None) -> list:
+def forward(fn, ref, args, *, tol, dtype, own_error=False, wider_dtype=None, ratios=None, observe=None) -> list:
     """The outputs against the reference's; without a reference, finite wherever the inputs are. In a float64
     cell (or with a claimed float64) against the reference computed in float64 (complex128 for complex), cast to
     the outputs' dtype in a lower-precision cell, within ``tol`` (float16, bfloat16: at the scale of the largest
@@ -35,7 +35,7 @@ def forward(fn, ref, args, *, tol, dtype, own_error=False, widest=None, ratios=N
 
     def magnitude():
         with torch.no_grad():
-            return largest_value(lambda: fn(*leaves_in(args, widest))) if widest is not None else 0.0
+            return largest_value(lambda: fn(*leaves_in(args, wider_dtype))) if wider_dtype is not None else 0.0
 
     if dtype in (torch.float64, torch.complex128):  # the reference's own sensitivity here, where tight fails
         sensitivity = measured_noise(lambda xs: [outputs_of(ref(*xs))], widened(args))

@@ -35,7 +35,7 @@ def values(check, subject, case: Case) -> dict:
     entry's training settings, a dict: a model's batch, steps, lr, micro_batches, batches), ``own_error`` (whether
     the cell compares with a reference by the reference's own error in the cell's dtype:
     :func:`audit.contract.judged_by_own_error`, unless the entry gives a ``tolerance`` for the dtype) and
-    ``widest`` (the most precise claimed dtype above the cell's, a torch dtype, or None: the only wider dtype a
+    ``wider_dtype`` (the most precise claimed dtype above the cell's, a torch dtype, or None: the only wider dtype a
     property may run the target in)."""
     tight = subject.tolerance(tight=True)
     entry = subject.entry
@@ -46,7 +46,7 @@ def values(check, subject, case: Case) -> dict:
              "in_dims": list(case.in_dims) if case.in_dims else None, "batch_axes": batch_axes(entry),
              "plan": dataclasses.asdict(entry.training),
              "own_error": judged_by_own_error(entry.supports.dtypes, subject.dtype) and not _tolerance_given(subject),
-             "widest": _torch_dtype(wider_claimed(entry.supports.dtypes, subject.dtype))}
+             "wider_dtype": _torch_dtype(wider_claimed(entry.supports.dtypes, subject.dtype))}
     return {**found, **(check.script_values(subject, case) if check.script_values else {})}
 
 

@@ -72,3 +72,19 @@ def test_a_script_carries_only_the_kit_it_uses():
     carried = kit_source("mismatches")
     assert "def mismatches(" in carried and "def mismatch(" in carried and "class Tol" not in carried
     assert len(carried.splitlines()) < len(inspect.getsource(kit).splitlines()) / 4
+
+
+@pytest.mark.parametrize("name", CHECKS)
+def test_no_value_a_script_writes_shadows_a_function_it_carries(name):
+    """A script writes each value its property takes as a global (``wider_dtype = torch.float32``): a value named
+    like a kit function (``widest``) would replace that function for every kit helper that calls it."""
+    from audit import kit
+
+    check = builtin()[name]
+    defined = {n for n, v in vars(kit).items() if inspect.isfunction(v) or inspect.isclass(v)}
+    defined |= {f.__name__ for f in replayed(check)}
+    for prop in (check.replay, check.model_replay):
+        if prop is None:
+            continue
+        values = {p.name for p in inspect.signature(prop).parameters.values() if p.kind is p.KEYWORD_ONLY}
+        assert not values & defined, f"{name}: values shadow carried functions: {sorted(values & defined)}"

@@ -13,7 +13,12 @@ VECTOR = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 6]}, "reference": f"{T
 ROWS_SPEC = {"inputs": [{"shape": ["B", "N"]}], "dims": {"B": [2, 3], "N": [1, 3]}, "triton": "interpret",
              "reference": f"{T}:row_sum_of_squares_reference"}
 
+H = "tests.fixtures.triton_half"
+HALF = {"inputs": [{"shape": ["B", "N"], "domain": [-8, 8]}], "dims": {"B": [1, 3], "N": [1, 40]},
+        "reference": f"{H}:softmax_reference", "supports": {"dtypes": ["bfloat16", "float16"]}, "triton": "interpret"}
+
 ROWS = [
+    Planted(f"{H}:SoftmaxOff", "gradcheck", HALF, f"{H}:Softmax", "x float16's own", dtype="float16"),
     Planted(f"{T}:MissingFactor", "gradcheck", VECTOR, f"{T}:Square", "(analytic 1, numeric 2)"),
     Planted(f"{T}:Float32Inside", "forward", VECTOR, f"{T}:Square", "max |got - expected|"),
     Planted(f"{T}:Strideless", "noncontiguous", VECTOR, f"{T}:Square", "with non-contiguous inputs"),
@@ -25,4 +30,5 @@ NOT_REPLAYED: dict[str, str] = {
                           "naming the limitation (test_triton.py): no failing cell"),
     f"{T}:square_reference": "a reference",
     f"{T}:row_sum_of_squares_reference": "a reference",
+    f"{H}:softmax_reference": "a reference",
 }

@@ -78,7 +78,12 @@ _CORRECT_ONLY = ("a correct Function of issue 15 (tests/checks/test_false_alarms
 _REFERENCE = "a reference (the composite the target is compared with), not a target: nothing of its own to replay"
 
 #: fixture name ("module:Name") -> why it has no row (a reference, a helper, a correct-only fixture...)
+_ISOLATION = ("correct code the run-isolation tests (tests/engine/test_patched_torch.py, test_jit_caches.py) place "
+              "beside hostile neighbours or concurrent compiles: no bug, no failing cell to replay")
 NOT_REPLAYED: dict[str, str] = {
+    **{f"tests.fixtures.jit_cache:{name}": _ISOLATION for name in ("load", "Scale", "ScaleAgain")},
+    **{f"tests.fixtures.patched_neighbours:{name}": _ISOLATION
+       for name in ("Softmax", "by_torch", "by_method", "by_functional", "by_module")},
     f"{L}exp_reference": _REFERENCE,
     f"{S}exp_reference": _REFERENCE,
     f"{S}reparameterised_reference": _REFERENCE,
