@@ -655,24 +655,29 @@ def three_runs(fn, ref, args, seed: int, dtype, *, gradients: bool = True):
     return got, truth, own
 
 
-def own_error_mismatches(label: str, got, truth, own, dtype, ratios=None, inputs: str = "") -> list:
+def own_error_mismatches(label: str, got, truth, own, dtype, ratios=None, inputs: str = "",
+                         magnitude: float = 0.0) -> list:
     """One line per tensor of ``got`` (labelled "<label> <i>") whose error from ``truth`` exceeds
     OWN_ERROR_RATIO times ``own``'s (the reference in ``dtype``; None: the truth rounded to ``dtype``) plus
     OWN_ERROR_FLOOR roundings of its largest true value; or that is inf or NaN where the truth, rounded to
     ``dtype``, is finite (``inputs`` says what produced it: :func:`value_range`). ``ratios``, if given, receives
-    "<label> <i>" -> the target's error over the reference's (over the floor where the reference's is smaller)."""
+    "<label> <i>" -> the target's error over the reference's (over the floor where the reference's is smaller).
+    Where the truth is zero everywhere, the floor is two roundings of ``magnitude`` (the inputs' largest value):
+    a result that cancels exactly has no scale of its own. Elements where the reference in ``dtype`` is not finite
+    are not compared (it says nothing there)."""
     if len(got) != len(truth):
         return [f"{label}: {len(got)} tensors, expected {len(truth)}"]
     own = own if own is not None and len(own) == len(truth) else [t.to(dtype) for t in truth]
     found = []
     for i, (g, t, o) in enumerate(zip(got, truth, own)):
-        problem = own_error_mismatch(g, t, o, dtype, ratios, f"{label} {i}", inputs)
+        problem = own_error_mismatch(g, t, o, dtype, ratios, f"{label} {i}", inputs, magnitude)
         if problem:
             found.append(Finding(f"{label} {i}: {problem}", f"{label} {i}"))
     return found
 
 
-def own_error_mismatch(got, truth, own, dtype, ratios=None, name: str = "", inputs: str = "") -> str | None:
+def own_error_mismatch(got, truth, own, dtype, ratios=None, name: str = "", inputs: str = "",
+                       magnitude: float = 0.0) -> str | None:
     """Why ``got`` is further from ``truth`` than the precision allows (:func:`own_error_mismatches`), or None."""
     got, truth, own = (dense(t).detach().cpu().to(torch.float64) for t in (got, truth, own))
     if got.shape != truth.shape:
@@ -683,10 +688,11 @@ def own_error_mismatch(got, truth, own, dtype, ratios=None, name: str = "", inpu
         return _overflow(got, truth, overflow, inputs)
     if not got.numel():
         return None
-    error = (got - truth).abs().masked_fill(~representable, 0.0)
-    theirs = (own - truth).abs().masked_fill(~(representable & torch.isfinite(own)), 0.0)
+    judged = representable & torch.isfinite(own)
+    error = (got - truth).abs().masked_fill(~judged, 0.0)
+    theirs = (own - truth).abs().masked_fill(~judged, 0.0)
     largest = float(truth.abs().masked_fill(~representable, 0.0).max())
-    floor = OWN_ERROR_FLOOR * torch.finfo(dtype).eps * largest
+    floor = OWN_ERROR_FLOOR * torch.finfo(dtype).eps * (largest or magnitude)
     mine, reference = float(error.max()), float(theirs.max())
     if ratios is not None:  # the error over the reference's, or over one rounding where the reference's is smaller
         ratios[name] = round(mine / max(reference, floor), 3) if max(reference, floor) else 0.0
@@ -698,7 +704,8 @@ def own_error_mismatch(got, truth, own, dtype, ratios=None, name: str = "", inpu
     name, yardstick = str(dtype).replace("torch.", ""), max(reference, floor)
     measure = (f"the reference's error in {name}" if reference >= floor else
                f"one rounding of max|true| {largest:.3g}: the reference's error in {name} is {reference:.3g}")
-    return (f"error {mine:.3g} = {mine / yardstick:.3g}x {name}'s own {yardstick:.3g} for this computation ({measure};"
+    times = f"{mine / yardstick:.3g}x" if yardstick else "more than"
+    return (f"error {mine:.3g} = {times} {name}'s own {yardstick:.3g} for this computation ({measure};"
             f" allowed {ratio:g}x the reference's + one rounding = {allowed:.3g}) at index {_index(error, got.shape)} "
             f"(got {got.reshape(-1)[flat].item():.6g}, true {truth.reshape(-1)[flat].item():.6g})")
 
@@ -710,6 +717,13 @@ def _overflow(got, truth, where, inputs: str = "") -> str:
     return (f"got {number(got.reshape(-1)[flat].item())} at index {at} where the true value "
             f"{truth.reshape(-1)[flat].item():.6g} is finite ({int(where.sum())} of {where.numel()} elements): "
             "an overflow or a division by zero inside the computation" + (f" ({inputs})" if inputs else ""))
+
+
+def largest_input(args) -> float:
+    """The largest finite |value| of any floating tensor argument (0 without one)."""
+    values = [float(a.detach().abs().double().nan_to_num(nan=0.0, posinf=0.0).max()) for a in args
+              if isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel()]
+    return max(values, default=0.0)
 
 
 def value_range(args) -> str:

@@ -7,8 +7,9 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import (defined_only, floating, largest_value, leaves_in, measured_noise, noisy_mismatches, outputs_of,
-                       own_error_mismatches, rounded_mismatches, three_runs, value_range, widened)
+from audit.kit import (defined_only, floating, largest_input, largest_value, leaves_in, measured_noise,
+                       noisy_mismatches, outputs_of, own_error_mismatches, rounded_mismatches, three_runs, value_range,
+                       widened)
 from audit.toolkit.jacobian import wrap
 from audit.toolkit.tensors import grad_inputs
 
@@ -49,7 +50,7 @@ def by_own_error(fn, ref, args, *, dtype, ratios=None) -> list:
     the truth is finite in ``dtype`` fails (:func:`audit.kit.own_error_mismatches`)."""
     got, truth, own = three_runs(fn, ref, args, 0, dtype, gradients=False)
     return own_error_mismatches("output", got[0], truth[0], own[0] if own else None, dtype, ratios,
-                                value_range(args))
+                                value_range(args), largest_input(args))
 
 
 def not_finite(outputs, args) -> list:

@@ -11,7 +11,7 @@ from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation
 from audit.contract import LOW_PRECISION_DTYPES
 from audit.kit import (GradcheckError, defined_only, dense, detached, explain_gradcheck_failure, floating, fresh,
-                       grad_inputs, gradients, guarded, leaves_in, measured_noise, mismatches, module_of,
+                       grad_inputs, gradients, guarded, largest_input, leaves_in, measured_noise, mismatches, module_of,
                        noisy_mismatches, outputs_of,
                        own_error_mismatches, sparse_gradient_problems, three_runs, value_range, wide,
                        wrapped)
@@ -125,7 +125,7 @@ def against_own_error(fn, ref, args, *, seed, dtype, ratios=None) -> list:
     return [f"{line}: against the reference's float64 autograd gradient (vjp with random cotangents), judged by the "
             f"error the reference itself makes in {name}"
             for line in own_error_mismatches("gradient of input", got[1], truth[1], own[1] if own else None, dtype,
-                                             ratios, value_range(args))]
+                                             ratios, value_range(args), largest_input(args))]
 
 
 def reference_gradients(fn, ref, args, seed: int):

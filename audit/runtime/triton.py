@@ -79,8 +79,9 @@ def untrusted(entry, dtype: str) -> str:
     if _converts_to_nearest(dtype):
         return ""
     return (f"Triton's interpreter does not round float32 to {dtype} to nearest as a GPU does (it truncates: "
-            f"{_ROUNDING_PROBE[0]} becomes {_probe(dtype)[0]!r}), so a {dtype} result through it says nothing about "
-            f"the kernel; audit the {dtype} cells on a CUDA device")
+            f"{_ROUNDING_PROBE[0]} becomes {_probe(dtype)[0]!r}), and it computes on two {dtype} operands as on "
+            "their integer bit patterns (Triton's docs: the interpreter does not support bfloat16 operations), so a "
+            f"{dtype} result through it says nothing about the kernel; audit the {dtype} cells on a CUDA device")
 
 
 def _converts_to_nearest(dtype: str) -> bool:
