@@ -604,7 +604,8 @@ def rounded_mismatches(label: str, got, expected, tol, run) -> list:
 #: has no wider precision inside and chains roundings a fused torch kernel avoids (correct ones measured up to 7x).
 OWN_ERROR_RATIO = {torch.float16: 2.0, torch.bfloat16: 2.0, torch.float32: 10.0}
 #: ... plus this many roundings of the tensor's largest true value (eps of the dtype times max|truth|: FA3's atol
-#: term), so that a kernel which rounds once is never held to a reference that happened to round exactly.
+#: term), so that a kernel which rounds once is never held to a reference that happened to round exactly; and as
+#: many float32 roundings of the inputs' largest value (the precision kernels compute in: what a cancellation keeps).
 OWN_ERROR_FLOOR = 2.0
 
 
@@ -662,9 +663,9 @@ def own_error_mismatches(label: str, got, truth, own, dtype, ratios=None, inputs
     OWN_ERROR_FLOOR roundings of its largest true value; or that is inf or NaN where the truth, rounded to
     ``dtype``, is finite (``inputs`` says what produced it: :func:`value_range`). ``ratios``, if given, receives
     "<label> <i>" -> the target's error over the reference's (over the floor where the reference's is smaller).
-    Where the truth is zero everywhere, the floor is two roundings of ``magnitude`` (the inputs' largest value):
-    a result that cancels exactly has no scale of its own. Elements where the reference in ``dtype`` is not finite
-    are not compared (it says nothing there)."""
+    The floor also holds two float32 roundings of ``magnitude`` (the inputs' largest value): kernels compute in
+    float32, and a result that cancels (to zero, or below its operands) carries their rounding, not its own.
+    Elements where the reference in ``dtype`` is not finite are not compared (it says nothing there)."""
     if len(got) != len(truth):
         return [f"{label}: {len(got)} tensors, expected {len(truth)}"]
     own = own if own is not None and len(own) == len(truth) else [t.to(dtype) for t in truth]
@@ -692,7 +693,7 @@ def own_error_mismatch(got, truth, own, dtype, ratios=None, name: str = "", inpu
     error = (got - truth).abs().masked_fill(~judged, 0.0)
     theirs = (own - truth).abs().masked_fill(~judged, 0.0)
     largest = float(truth.abs().masked_fill(~representable, 0.0).max())
-    floor = OWN_ERROR_FLOOR * torch.finfo(dtype).eps * (largest or magnitude)
+    floor = OWN_ERROR_FLOOR * (torch.finfo(dtype).eps * largest + torch.finfo(torch.float32).eps * magnitude)
     mine, reference = float(error.max()), float(theirs.max())
     if ratios is not None:  # the error over the reference's, or over one rounding where the reference's is smaller
         ratios[name] = round(mine / max(reference, floor), 3) if max(reference, floor) else 0.0
@@ -703,11 +704,13 @@ def own_error_mismatch(got, truth, own, dtype, ratios=None, name: str = "", inpu
     flat = int(error.reshape(-1).argmax())
     name, yardstick = str(dtype).replace("torch.", ""), max(reference, floor)
     measure = (f"the reference's error in {name}" if reference >= floor else
-               f"one rounding of max|true| {largest:.3g}: the reference's error in {name} is {reference:.3g}")
+               f"two roundings of max|true| {largest:.3g} and of the inputs' {magnitude:.3g} in float32: the "
+               f"reference's error in {name} is {reference:.3g}")
     times = f"{mine / yardstick:.3g}x" if yardstick else "more than"
     return (f"error {mine:.3g} = {times} {name}'s own {yardstick:.3g} for this computation ({measure};"
-            f" allowed {ratio:g}x the reference's + one rounding = {allowed:.3g}) at index {_index(error, got.shape)} "
-            f"(got {got.reshape(-1)[flat].item():.6g}, true {truth.reshape(-1)[flat].item():.6g})")
+            f" allowed {ratio:g}x the reference's + those roundings = {allowed:.3g}) at index "
+            f"{_index(error, got.shape)} (got {got.reshape(-1)[flat].item():.6g}, "
+            f"true {truth.reshape(-1)[flat].item():.6g})")
 
 
 def _overflow(got, truth, where, inputs: str = "") -> str:
