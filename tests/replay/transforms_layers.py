@@ -89,6 +89,7 @@ NOT_REPLAYED: dict[str, str] = {
     **{f"{L}:{name}": BUILDING_BLOCK for name in ("UncheckedLog", "ClampedLog", "RunningCenter", "FixedCenter", "Net")},
     **{f"tests.fixtures.local_function:{name}": SCAN for name in ("make_scale", "Scaled", "build")},
     f"{G}:HalfDefault": CORRECT_POLLUTER,
+    f"{G}:row_sums_reference": "a reference, not a target",
     f"{G}:DeterministicOn": CORRECT_POLLUTER,
     f"{G}:Chatty": "correct (x ** 3); prints about 20 MB a call, which the worker must survive: no failing cell",
     f"{G}:RowSums": ("correct in float32, its one claimed dtype: the neighbour the isolation test protects, no "
