@@ -11,6 +11,22 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else "(no message)"
 
 
+#: How torch's reentrant checkpointing and the reversible-layer libraries refuse torch.autograd.grad.
+GRAD_REFUSALS = ("incompatible with .grad()", "not compatible with .grad()", "please use .backward()")
+
+
+def refuses_grad(exc: BaseException | None) -> bool:
+    """Whether ``exc``, or what it was raised from, is a backward refusing torch.autograd.grad for .backward()
+    (the audit then takes that entry's gradients through .backward(): ``backward_only``)."""
+    for _ in range(8):
+        if exc is None:
+            return False
+        if any(text in str(exc) for text in GRAD_REFUSALS):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 class AuditError(Exception):
     """Root of every error the audit raises on purpose; the CLI turns it into exit code 2."""
 

@@ -13,8 +13,10 @@ where ``fn`` is the target called as the audit calls it (:func:`guarded`), ``ref
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
+import threading
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -155,7 +157,7 @@ def guarded(f, mutates=(), seed=None):
         if seed is not None:
             torch.manual_seed(seed)
         return f(*args)
-    call.module = f if isinstance(f, torch.nn.Module) else None
+    call.module = f if isinstance(f, torch.nn.Module) else module_of(f)
     return call
 
 
@@ -951,6 +953,18 @@ def central_jacobian(f, inputs) -> dict:
     return found
 
 
+def eager_jacobian(f, inputs) -> dict:
+    """:func:`central_jacobian`'s columns, by eager autograd instead (one vjp per output element): the Jacobian the
+    target's own backward gives, for a backward that is meant not to be its forward's derivative."""
+    base = tuple(x.detach().clone().requires_grad_() for x in inputs)
+    jac = torch.autograd.functional.jacobian(lambda *xs: tuple(f(*xs)), base)
+    columns = [(j, e) for j, x in enumerate(base) for e in range(x.numel())][:DIFFERENCE_COLUMNS]
+    with torch.no_grad():
+        shapes = [o.shape for o in f(*base)]
+    return {(j, e): [jacobian_column(jac, i, j, e, shape, base[j].numel()).detach() for i, shape in enumerate(shapes)]
+            for j, e in columns}
+
+
 def jacobian_column(jac, i: int, j: int, e: int, output_shape, input_numel: int):
     """Column (j, e) for output i of a torch.func Jacobian ``jac[i][j]`` (shape output + input)."""
     return jac[i][j].reshape(tuple(output_shape) + (input_numel,))[..., e]
@@ -1318,6 +1332,209 @@ def rank_error(exc) -> str:
     where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     first = first_line(exc) if str(exc).strip() else ""
     return f"{type(exc).__name__}: {first}{where}"
+
+
+# -- intended gradients: a backward checked against the declared proxy's autograd gradient -----------------------
+
+class ProxyError(Exception):
+    """The entry's proxy is at fault, not the target: it raised, none of its outputs carries a gradient, or its
+    gradient is undefined or off its own finite differences where drawn (the audit's cell is an error naming it)."""
+
+
+def proxy_gradients(proxy, args, seed: int, dtype) -> list:
+    """The proxy's gradients of <its differentiable outputs, :func:`cotangents_in` ``dtype``> for the arguments
+    that require grad (zeros where unused), on new leaves with the values of ``args``: a :class:`ProxyError` where
+    it raises, carries no gradient, or gives one that is NaN or inf."""
+    leaves = fresh(args)
+    try:
+        outputs = differentiable(outputs_of(proxy(*leaves)))
+        if not outputs:
+            raise ProxyError("the proxy returned no output that carries a gradient (its autograd gradient is the "
+                             "intended one: build it from differentiable torch ops)")
+        inputs = grad_inputs(leaves)
+        found = filled(torch.autograd.grad(outputs, inputs, cotangents_in(outputs, seed, dtype), allow_unused=True),
+                       inputs)
+    except ProxyError:
+        raise
+    except Exception as exc:
+        raise ProxyError(f"the proxy raised {type(exc).__name__}: {first_line(exc)}{user_site(exc)}") from exc
+    for i, g in enumerate(found):
+        bad = ~torch.isfinite(dense(g).detach())
+        if bad.any():
+            flat = int(bad.reshape(-1).int().argmax())
+            raise ProxyError(f"the proxy's gradient of input {i} is {number(dense(g).reshape(-1)[flat].item())} at "
+                             f"index {_index(bad.int(), g.shape)} ({value_range(args)}): undefined where drawn")
+    return found
+
+
+def proxy_differentiable(proxy, args) -> None:
+    """A :class:`ProxyError` where the proxy's own autograd gradient disagrees with its finite differences at
+    ``args`` (in float64): it has a kink there, or its backward is not its derivative, and says nothing."""
+    leaves = leaves_in(args, torch.float64)
+    inputs = grad_inputs(leaves)
+    eps, tol = DIFFERENCE_STEPS[torch.float64]
+    fast = sum(x.numel() for x in inputs) > 1024
+    try:
+        held = torch.autograd.gradcheck(wrapped(proxy, leaves), inputs, eps=eps, atol=tol.atol, rtol=tol.rtol,
+                                        fast_mode=fast, raise_exception=False)
+    except Exception as exc:
+        raise ProxyError(f"the proxy raised {type(exc).__name__} under finite differences: {first_line(exc)}") from exc
+    if not held:
+        raise ProxyError(f"the proxy's own gradient disagrees with its finite differences ({value_range(args)}): it "
+                         "is not differentiable where drawn (keep the draws away from its kinks with `kinks`, or "
+                         "narrow `domain`)")
+
+
+def proxy_mismatches(fn, proxy, args, seed: int, tol, dtype, own_error: bool = False, ratios=None,
+                     proxy_name: str = "") -> list:
+    """The target's gradients (cotangents drawn from ``seed``, rounded to ``dtype``) against the proxy's in float64
+    on the same values: within ``tol``, or, judged by the precision's own error (``own_error``), within
+    OWN_ERROR_RATIO times the proxy's own error in ``dtype`` (:func:`own_error_mismatches`). Never against finite
+    differences of the forward: the backward is meant not to be its derivative. The proxy is first held to its own
+    finite differences there (:func:`proxy_differentiable`): a proxy that is not a smooth primitive says nothing."""
+    proxy_differentiable(proxy, args)
+    outputs = differentiable(outputs_of(fn(*args)))
+    inputs = grad_inputs(args)
+    got = filled(torch.autograd.grad(outputs, inputs, cotangents_in(outputs, seed, dtype), allow_unused=True),
+                 inputs) if outputs and inputs else []
+    truth = proxy_gradients(proxy, leaves_in(args, torch.float64), seed, dtype)
+    name = str(dtype).replace("torch.", "")
+    how = ""
+    if own_error:
+        try:
+            own = proxy_gradients(proxy, args, seed, dtype)
+        except ProxyError:  # the proxy has no kernel in this dtype: the truth's rounding stands in
+            own = None
+        found = own_error_mismatches("gradient of input", got, truth, own, dtype, ratios, value_range(args),
+                                     largest_input(args))
+        how = f", judged by the error the proxy itself makes in {name}"
+    else:
+        found = mismatches("gradient of input", got, truth, tol)
+    named = f" {proxy_name}" if proxy_name else ""
+    return [Finding(f"{line} against the declared proxy{named} (its float64 autograd gradient, vjp with random "
+                    f"cotangents{how}): the backward is not the intended gradient", getattr(line, "kind", line))
+            for line in found]
+
+
+@contextlib.contextmanager
+def in_mode(fn, mode):
+    """A module target ``fn`` in ``mode`` ("train" or "eval"; None: as it is) inside the block, restored after."""
+    module = module_of(fn)
+    was = module.training if module is not None else None
+    if module is not None and mode is not None:
+        module.train(mode == "train")
+    try:
+        yield
+    finally:
+        if module is not None:
+            module.train(was)
+
+
+def tangents(fn, args, seed: int, dtype) -> list:
+    """Forward-mode AD of ``fn`` at ``args``: the tangent of each floating output (zeros where none) for tangents
+    of the inputs that require grad drawn from ``seed`` (rounded to ``dtype``)."""
+    import torch.autograd.forward_ad as fwAD
+
+    generator = torch.Generator().manual_seed(seed + 1)
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(a.detach(), torch.randn(a.shape, generator=generator, dtype=torch.float64)
+                                .to(dtype).to(a.dtype).to(a.device))
+                 if isinstance(a, torch.Tensor) and a.requires_grad else a for a in args]
+        outs = [o for o in outputs_of(fn(*duals)) if floating(o)]
+        found = [fwAD.unpack_dual(o).tangent for o in outs]
+        return [torch.zeros_like(o.detach()) if t is None else t.detach().clone() for o, t in zip(outs, found)]
+
+
+def second_order(fn, args, seed: int) -> list:
+    """The gradients of <the gradients of <outputs, v>, w> with respect to the inputs and to v (v, w drawn from
+    ``seed``): what the backward's own derivative gives, zeros where it does not depend on one."""
+    leaves = fresh(args)
+    outputs = differentiable(outputs_of(fn(*leaves)))
+    inputs = grad_inputs(leaves)
+    if not (outputs and inputs):
+        return []
+    vs = [v.requires_grad_() for v in grad_outputs(outputs, seed)]
+    first = filled(torch.autograd.grad(outputs, inputs, vs, create_graph=True, allow_unused=True), inputs)
+    live = [(g, w) for g, w in zip(first, grad_outputs(first, seed + 1)) if g.requires_grad]
+    if not live:
+        return [torch.zeros_like(x) for x in inputs + vs]
+    found = torch.autograd.grad([g for g, _ in live], inputs + vs, [w for _, w in live], allow_unused=True)
+    return [t.detach() for t in filled(found, inputs + vs)]
+
+
+def bypass_hint(label: str, proxy_name: str, transform: str) -> str:
+    """Said of a gradient that differs from the eager one under ``transform`` when the entry declares a proxy: the
+    transform may have bypassed the custom backward (a compiled step's own derivative is zero)."""
+    if not proxy_name or "gradient" not in label:
+        return ""
+    return (f"; the entry's backward is intended (proxy {proxy_name}): under {transform} the custom backward did "
+            "not run, or ran otherwise (a traced forward's own derivative is not the intended gradient)")
+
+
+# -- a backward that only .backward() runs --------------------------------------------------------------------------
+
+class _ThroughBackward(torch.autograd.Function):
+    """The target on new leaves inside its forward; its backward runs the target's with torch.autograd.backward
+    (no ``inputs``: what reentrant checkpointing and reversible layers accept), in a thread of its own, and returns
+    the leaves' ``.grad``."""
+
+    @staticmethod
+    def forward(ctx, call, *tensors):
+        with torch.enable_grad():
+            leaves = [t.detach().requires_grad_(need) for t, need in zip(tensors, ctx.needs_input_grad[1:])]
+            result = call(leaves)
+        ctx.leaves, ctx.outputs = leaves, [o for o in outputs_of(result) if isinstance(o, torch.Tensor)]
+        ctx.single = isinstance(result, torch.Tensor)
+        ctx.mark_non_differentiable(*[o for o in ctx.outputs if not floating(o)])
+        kept = tuple(o.detach() for o in ctx.outputs)
+        return kept[0] if ctx.single else kept
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        live = [(o, c) for o, c in zip(ctx.outputs, cotangents) if o.requires_grad and c is not None]
+        for leaf in ctx.leaves:
+            leaf.grad = None
+        if live:
+            raised = []
+
+            def run():
+                try:
+                    torch.autograd.backward([o for o, _ in live], [c for _, c in live], retain_graph=True)
+                except Exception as exc:
+                    raised.append(exc)
+
+            # A backward of its own, in a thread of its own: nested inside torch.autograd.grad's (on this thread),
+            # it would count as one that .grad() started, and the target would refuse it again.
+            worker = threading.Thread(target=run)
+            worker.start()
+            worker.join()
+            if raised:
+                raise raised[0]
+        return (None, *[leaf.grad if leaf.requires_grad else None for leaf in ctx.leaves])
+
+
+def backward_only(f):
+    """``f`` with every gradient of it taken through torch.autograd.backward, reading ``.grad`` of new leaves
+    (:class:`_ThroughBackward`), so that torch.autograd.grad, gradcheck and the audit's properties can differentiate
+    a target that refuses ``.grad()``; a call with nothing to differentiate calls ``f`` as it is."""
+    def call(*args):
+        positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        if not (torch.is_grad_enabled() and any(args[i].requires_grad for i in positions)):
+            return f(*args)
+
+        def on(leaves):
+            full = list(args)
+            for i, leaf in zip(positions, leaves):
+                full[i] = leaf
+            return f(*full)
+
+        return _ThroughBackward.apply(on, *[args[i] for i in positions])
+
+    for name in ("module", "fresh", "factory"):  # a module target stays reachable as the audit reaches it
+        if hasattr(f, name):
+            setattr(call, name, getattr(f, name))
+    return call
+
 
 
 # -- the verdict ---------------------------------------------------------------------------------------------------

@@ -79,8 +79,10 @@ _DECLARATIONS = (
                  "gradient at float64-tight tolerance (in half precision, and in float32 without float64, within "
                  "2x, in float32 10x, the error the reference itself makes in that dtype, and no finite "
                  "differences below float32); special points (zeros, bounds, identity, rotations, repeated "
-                 "singular values, equal arguments...) are tried before random draws",
-        version=3,
+                 "singular values, equal arguments...) are tried before random draws; with a proxy (an intended "
+                 "gradient), the gradient equals the proxy's float64 autograd gradient instead, and no finite "
+                 "differences of the forward are taken",
+        version=4,
         special=True,
     ),
     Check(
@@ -90,10 +92,11 @@ _DECLARATIONS = (
                        "(\"Sparse output is not supported at gradcheck yet\")",
         run=_not_loaded,
         contract="the backward is itself differentiable and its gradient equals finite differences "
-                 "(torch.autograd.gradgradcheck); claimed through supports.double_backward",
+                 "(torch.autograd.gradgradcheck), or with a proxy the proxy's second derivative; claimed through "
+                 "supports.double_backward",
         claimed=lambda entry: entry.supports.double_backward,
         claim="supports.double_backward",
-        version=4,
+        version=5,
         special=True,
     ),
     Check(
@@ -102,10 +105,11 @@ _DECLARATIONS = (
         not_for_sparse="forward-mode AD carries no sparse tangents through a custom Function (torch: \"Cannot access "
                        "storage of SparseTensorImpl\")",
         run=_not_loaded,
-        contract="the jvp (forward-mode AD) equals finite differences; claimed through supports.forward_ad",
+        contract="the jvp (forward-mode AD) equals finite differences, or with a proxy the proxy's jvp; claimed "
+                 "through supports.forward_ad",
         claimed=lambda entry: entry.supports.forward_ad,
         claim="supports.forward_ad",
-        version=3,
+        version=4,
         special=True,
     ),
     Check(
@@ -142,11 +146,11 @@ _DECLARATIONS = (
                  "precision (and float32 without float64) with a reference, the reference in float64, within a "
                  "few times the error the reference itself makes in that dtype; else the target in its most "
                  "precise claimed dtype, at torch.testing's tolerance (the target never runs in a dtype it does "
-                 "not claim)",
+                 "not claim); with a proxy, gradients against the proxy's float64 autograd gradient",
         dtypes=_dtype_with_probes,
         dtype_claimed=lambda entry, dtype: dtype in entry.supports.dtypes,
         claim="supports.dtypes",
-        version=3,
+        version=4,
     ),
     Check(
         name="device",
@@ -201,7 +205,7 @@ _DECLARATIONS = (
         claimed=lambda entry: entry.supports.vmap,
         claim="supports.vmap",
         batched=True,
-        version=2,
+        version=3,
     ),
     Check(
         name="compile",
@@ -214,7 +218,7 @@ _DECLARATIONS = (
         claimed=lambda entry: bool(entry.supports.compile),  # true or "fullgraph"
         claim="supports.compile",
         kinds=OPERATOR_KINDS + ("model",),
-        version=2,
+        version=3,
     ),
     Check(
         name="autocast",

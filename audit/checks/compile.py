@@ -12,14 +12,15 @@ import torch
 from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.kit import (Compiled, built_model, dynamo_refusal, fresh, guarded, measured_noise, mismatch, mismatches,
+from audit.kit import (Compiled, built_model, bypass_hint, dynamo_refusal, fresh, guarded, measured_noise, mismatch,
+                       mismatches,
                        model_batch, noisy_mismatches, parameter_grads, ran, training_step)
 from audit.registry.model import EntryKind
 from audit.toolkit import dynamo
 from audit.toolkit.torch_bugs import COMPILE_MARK_DIRTY, TorchBugHit, compile_drops_mark_dirty
 
 
-def compile(fn, ref, args, *, target, mutates, seed, tol, backend, fullgraph, sweep) -> list:
+def compile(fn, ref, args, *, target, mutates, seed, tol, backend, fullgraph, sweep, proxy_name="") -> list:
     """The target run eagerly once (a first call may fill a cache that changes what Dynamo traces), then compiled
     afresh on ``backend`` (``fullgraph``: one graph, a graph break fails), run on each case of the shape ``sweep``
     (the third new shape must not compile again), and on ``args`` against eager: outputs and gradients within
@@ -30,7 +31,7 @@ def compile(fn, ref, args, *, target, mutates, seed, tol, backend, fullgraph, sw
     compiled = Compiled(target, backend, fullgraph)
     try:
         return (compiled_sweep(compiled, sweep, mutates, seed)
-                or against_eager(eager, guarded(compiled.fn, mutates, seed), args, seed, tol))
+                or against_eager(eager, guarded(compiled.fn, mutates, seed), args, seed, tol, proxy_name))
     except torch._dynamo.exc.TorchDynamoException as exc:
         return [dynamo_refusal(exc)]
 
@@ -45,13 +46,15 @@ def compiled_sweep(compiled, sweep, mutates, seed: int) -> list:
     return [problem] if problem else []
 
 
-def against_eager(eager, compiled, args, seed: int, tol) -> list:
+def against_eager(eager, compiled, args, seed: int, tol, proxy_name: str = "") -> list:
     """Outputs and gradients of ``compiled`` against ``eager``'s, on fresh copies of ``args``, within ``tol`` plus
-    NOISE_FACTOR times eager's own rounding noise there."""
+    NOISE_FACTOR times eager's own rounding noise there; a gradient of an entry with a declared proxy that differs
+    says the custom backward may not have run (:func:`audit.kit.bypass_hint`)."""
     expected, got = ran(eager, fresh(args), seed), ran(compiled, fresh(args), seed)
     measured = measured_noise(lambda xs: list(ran(eager, xs, seed)), fresh(args))
     return (noisy_mismatches("compiled output", got[0], expected[0], tol, lambda: measured()[0])
-            or noisy_mismatches("compiled gradient of input", got[1], expected[1], tol, lambda: measured()[1]))
+            or [line + bypass_hint(line, proxy_name, "torch.compile") for line in
+                noisy_mismatches("compiled gradient of input", got[1], expected[1], tol, lambda: measured()[1])])
 
 
 def compile_model(fn, ref, args, *, dtype, device, plan, backend, tol, observe=None) -> list:
@@ -93,7 +96,7 @@ def run(subject, case) -> None:
         raise Violation(subject.state["sweep_failure"])
     compiled = guarded(subject.state["compiled"].fn, mutates, seed)
     with dynamo.graph_breaks_explained():
-        found = against_eager(eager, compiled, subject.args(case), seed, subject.tolerance())
+        found = against_eager(eager, compiled, subject.args(case), seed, subject.tolerance(), subject.entry.proxy or "")
     if found and found[0].startswith("compiled gradient") and subject.entry.mutates \
             and subject.state.get("mark_dirty_bug"):
         raise TorchBugHit(COMPILE_MARK_DIRTY, found[0])

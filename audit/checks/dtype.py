@@ -12,6 +12,7 @@ from audit.checks.interface import NotApplicable, Violation
 from audit.kit import (NO_GRADIENT_OUTPUT, defined_only, floating, grad_inputs, judged_by_differences, largest_input,
                        largest_value,
                        leaves_in, measured_noise, noisy_mismatches, once, outputs_and_gradients, own_error_mismatches,
+                       proxy_mismatches,
                        rounded_mismatches, three_runs, undefined_where, value_range, wrapped)
 from audit.toolkit.jacobian import gradcheck_values, wrap
 
@@ -25,16 +26,21 @@ NOTHING_WIDER = ("outputs and gradients keep the input's dtype, but their values
 
 
 def dtype_check(fn, ref, args, *, seed, dtype, tol, options, own_error=False, wider_dtype=None, ratios=None,
-                observe=None) -> list:
+                observe=None, proxy=None, proxy_name="") -> list:
     """(Not named ``dtype``: the script's ``dtype`` is the cell's.) Outputs and gradients in the input's dtype
     (:func:`kept_dtypes`), then their values: in a cell judged by the precision's own error (``own_error``) with a
     reference, by :func:`by_own_error`; else close within ``tol`` to a wider computation (:func:`widest_run`).
     Where the reference's gradient is undefined, the target's is judged by finite differences with ``options``
-    instead (``observe`` is told where the reference is undefined)."""
+    instead (``observe`` is told where the reference is undefined). With a declared ``proxy``, the gradients'
+    values are judged against the proxy's float64 autograd gradient alone (:func:`audit.kit.proxy_mismatches`;
+    the outputs' are the forward check's, in every claimed dtype)."""
     outputs, grads = outputs_and_gradients(fn, args, seed)
     found = kept_dtypes(outputs, grads, args, dtype)
     if found:
         return found
+    if proxy is not None:
+        return [f"{line} (in {str(dtype).replace('torch.', '')})"
+                for line in proxy_mismatches(fn, proxy, args, seed, tol, dtype, own_error, ratios, proxy_name)]
     if own_error and ref is not None:
         return by_own_error(fn, ref, args, seed=seed, dtype=dtype, ratios=ratios)
     wider = widest_run(fn, ref, args, seed, dtype, wider_dtype)
@@ -141,6 +147,9 @@ def run(subject, case) -> None:
     fn, ref, args = replayable.target(subject), replayable.compared_reference(subject, case), subject.args(case)
     outputs, grads = outputs_and_gradients(fn, args, subject.seed)
     _hold(kept_dtypes(outputs, grads, args, values["dtype"]))
+    if subject.entry.proxy:
+        replayable.hold(CHECK, subject, case)
+        return
     if values["own_error"] and ref is not None:
         with reference.blamed_if_it_raises(subject, lambda: subject.args(case)):
             found = replayable.stage(CHECK, by_own_error, subject, case)

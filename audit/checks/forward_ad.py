@@ -7,20 +7,25 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import GradcheckError, first_line, grad_inputs, torch_sentence, wrapped
-from audit.toolkit.jacobian import differences_meaningful, gradcheck_options, gradcheck_values, wrap
+from audit.kit import (GradcheckError, ProxyError, first_line, grad_inputs, leaves_in, mismatches, tangents,
+                       torch_sentence, wrapped)
+from audit.toolkit.jacobian import (differences_meaningful, gradcheck_options, gradcheck_values,
+                                    gradients_through_grad, wrap)
 
 #: How :func:`forward_ad`'s one failure that finite differences can excuse begins (its line says it again: the
 #: replay script carries the property, not this module).
 MISMATCH = "forward-mode AD: "
 
 
-def forward_ad(fn, ref, args, *, options) -> list:
+def forward_ad(fn, ref, args, *, options, seed=0, tol=None, dtype=None, proxy=None, proxy_name="") -> list:
     """torch's gradcheck with only the forward-mode comparison turned on, with the audit's ``options`` for the
-    cell; a target without a forward-mode formula fails too."""
+    cell; a target without a forward-mode formula fails too. With a declared ``proxy``, the jvps against the
+    proxy's instead (:func:`jvps_against_proxy`)."""
     inputs = grad_inputs(args)
     if not inputs:
         return ["no input requires a gradient"]
+    if proxy is not None:
+        return jvps_against_proxy(fn, ref, args, proxy=proxy, seed=seed, tol=tol, dtype=dtype, proxy_name=proxy_name)
     try:
         torch.autograd.gradcheck(wrapped(fn, args), inputs, check_forward_ad=True, check_backward_ad=False,
                                  check_batched_grad=False, **options)
@@ -32,9 +37,31 @@ def forward_ad(fn, ref, args, *, options) -> list:
     return []
 
 
+def jvps_against_proxy(fn, ref, args, *, proxy, seed, tol, dtype, proxy_name="") -> list:
+    """The target's jvps (tangents drawn from ``seed``) against the declared proxy's, by forward-mode AD of the proxy
+    in float64 on the same values, within ``tol``; never against finite differences of the forward."""
+    try:
+        got = tangents(fn, args, seed, dtype)
+    except NotImplementedError as exc:
+        return [f"no forward-mode formula: {first_line(exc)} (define a jvp staticmethod using ctx.save_for_forward, "
+                "or claim supports.forward_ad: false)"]
+    try:
+        want = tangents(proxy, leaves_in(args, torch.float64), seed, dtype)
+    except Exception as exc:
+        raise ProxyError(f"the proxy raised {type(exc).__name__} under forward-mode AD: {first_line(exc)}") from exc
+    named = f" {proxy_name}" if proxy_name else ""
+    return [f"{line} against the declared proxy{named} (its float64 forward-mode AD, random tangents): the jvp is "
+            "not the intended one" for line in mismatches("jvp of output", got, want, tol)]
+
+
 def run(subject, case) -> None:
     """:func:`forward_ad`; a mismatch with finite differences is excused where the target has no derivative; not
-    judged in half precision (:func:`~audit.toolkit.jacobian.differences_meaningful`)."""
+    judged in half precision (:func:`~audit.toolkit.jacobian.differences_meaningful`). With a proxy, against it,
+    nothing excused."""
+    gradients_through_grad(subject, "forward-mode AD")
+    if subject.entry.proxy:
+        replayable.hold(CHECK, subject, case)
+        return
     differences_meaningful(subject, "the jvp")
     found = replayable.problems(CHECK, subject, case)
     if not found:
@@ -48,4 +75,5 @@ def run(subject, case) -> None:
     raise Violation(found[0])
 
 
-CHECK = declared("forward_ad", run=run, replay=forward_ad, script_values=gradcheck_values)
+CHECK = declared("forward_ad", run=run, replay=forward_ad, script_values=gradcheck_values,
+                 replay_helpers=(jvps_against_proxy,))

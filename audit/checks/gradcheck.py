@@ -10,9 +10,9 @@ from audit.checks import reference, replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation
 from audit.contract import LOW_PRECISION_DTYPES
-from audit.kit import (GradcheckError, defined_only, dense, detached, explain_gradcheck_failure, floating, fresh,
-                       grad_inputs, gradients, guarded, largest_input, leaves_in, measured_noise, mismatches, module_of,
-                       noisy_mismatches, outputs_of,
+from audit.kit import (Finding, GradcheckError, defined_only, dense, detached, explain_gradcheck_failure, floating,
+                       fresh, grad_inputs, gradients, guarded, in_mode, largest_input, leaves_in, measured_noise,
+                       mismatches, module_of, noisy_mismatches, outputs_of, proxy_mismatches,
                        own_error_mismatches, sparse_gradient_problems, three_runs, value_range, wide,
                        wrapped)
 from audit.toolkit.jacobian import gradcheck_options, gradcheck_values, wrap
@@ -27,13 +27,19 @@ NO_FINITE_DIFFERENCES = ("finite differences in {dtype} are rounding noise (a st
 
 
 def gradcheck(fn, ref, args, *, seed, tol, options, dtype, own_error=False, parameter_options=None, ratios=None,
-              observe=None) -> list:
+              observe=None, proxy=None, proxy_name="", modes=None) -> list:
     """torch's gradcheck of the target with the audit's ``options`` for the cell (slow mode on small inputs), a
     sparse input's gradient first held to its layout and pattern; for a module, with respect to its parameters
     too (``parameter_options``); then, with a reference, the gradient against the reference's within ``tol``
     (where the reference's is NaN or inf and the target's finite, gradcheck has judged it; ``observe`` is told),
     or, in a cell judged by the precision's own error (``own_error``), by :func:`against_own_error`. In float16
-    and bfloat16 no finite differences are taken: a step below one ulp changes nothing, and they are noise."""
+    and bfloat16 no finite differences are taken: a step below one ulp changes nothing, and they are noise. With a
+    declared ``proxy`` (an intended gradient: a surrogate, a straight-through estimator), the gradient is judged
+    against the proxy's alone (:func:`against_proxy`), never by finite differences of the forward."""
+    if proxy is not None:
+        return (inputs_requiring_grad(fn, ref, args) or sparse_gradients(fn, ref, args, seed=seed, options=options)
+                or against_proxy(fn, ref, args, proxy=proxy, seed=seed, tol=tol, dtype=dtype, own_error=own_error,
+                                 ratios=ratios, proxy_name=proxy_name, modes=modes))
     half = dtype in (torch.float16, torch.bfloat16)
     return (inputs_requiring_grad(fn, ref, args) or sparse_gradients(fn, ref, args, seed=seed, options=options)
             or ([] if half else finite_differences(fn, ref, args, options=options))
@@ -95,6 +101,22 @@ def parameter_differences(fn, ref, args, *, seed, parameter_options=None) -> lis
     return []
 
 
+def against_proxy(fn, ref, args, *, proxy, seed, tol, dtype, own_error=False, ratios=None, proxy_name="",
+                  modes=None) -> list:
+    """The target's gradients (cotangents drawn from ``seed``) against the declared proxy's float64 autograd
+    gradients within ``tol``, or by the error the proxy itself makes in ``dtype`` (``own_error``), in each of a module
+    target's ``modes`` (train, eval: a surrogate switched off in one fails naming it)
+    (:func:`audit.kit.proxy_mismatches`)."""
+    for mode in modes or [None]:
+        with in_mode(fn, mode):
+            found = proxy_mismatches(fn, proxy, args, seed, tol, dtype, own_error, ratios, proxy_name)
+        if found and mode is not None:
+            return [Finding(f"{line} (the module in {mode}())", f"{line.kind} in {mode}()") for line in found]
+        if found:
+            return found
+    return []
+
+
 def against_reference(fn, ref, args, *, seed, tol, observe=None, sensitive=False) -> list:
     """With a reference, the target's gradient (cotangents drawn from ``seed``) against the reference's within
     ``tol``, where the reference's is defined (elsewhere gradcheck, which held, has judged the target's);
@@ -139,9 +161,12 @@ def reference_gradients(fn, ref, args, seed: int):
 def run(subject, case) -> None:
     """:func:`gradcheck` stage by stage, each failure excused on its own terms: finite differences where the target
     has no derivative; the reference's gradient where it is itself off finite differences, or where the target
-    has no derivative along the differing columns."""
+    has no derivative along the differing columns. An entry with a proxy: :func:`against_proxy`, nothing excused."""
     for stage in (inputs_requiring_grad, sparse_gradients):
         _hold(replayable.stage(CHECK, stage, subject, case))
+    if subject.entry.proxy:
+        _hold(replayable.stage(CHECK, against_proxy, subject, case))
+        return
     if subject.dtype in LOW_PRECISION_DTYPES:
         _half(subject, case)
         return
@@ -224,4 +249,4 @@ def _values(subject, case) -> dict:
 
 CHECK = declared("gradcheck", run=run, replay=gradcheck, script_values=_values,
                  replay_helpers=(inputs_requiring_grad, sparse_gradients, finite_differences, parameter_differences,
-                                 against_own_error, against_reference, reference_gradients))
+                                 against_own_error, against_reference, reference_gradients, against_proxy))

@@ -7,15 +7,42 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import (NO_GRADIENT_OUTPUT, GradcheckError, differentiable, grad_inputs, grad_outputs, outputs_of,
-                       torch_sentence, wrapped)
-from audit.toolkit.jacobian import differences_meaningful, gradcheck_options, gradcheck_values, wrap
+from audit.kit import (NO_GRADIENT_OUTPUT, GradcheckError, ProxyError, differentiable, first_line, grad_inputs,
+                       grad_outputs, mismatch, outputs_of, second_order, torch_sentence, wrapped)
+from audit.toolkit.jacobian import (differences_meaningful, gradcheck_options, gradcheck_values,
+                                    gradients_through_grad, wrap)
 
 
-def gradgradcheck(fn, ref, args, *, seed, options) -> list:
+def gradgradcheck(fn, ref, args, *, seed, options, tol=None, proxy=None, proxy_name="") -> list:
     """A backward that autograd can differentiate (:func:`differentiable_backward`), then torch's gradgradcheck
-    with the audit's ``options`` for the cell."""
+    with the audit's ``options`` for the cell; with a declared ``proxy``, the second derivative against the
+    proxy's instead (:func:`second_against_proxy`)."""
+    if proxy is not None:
+        return (differentiable_backward(fn, ref, args, seed=seed)
+                or second_against_proxy(fn, ref, args, proxy=proxy, seed=seed, tol=tol, proxy_name=proxy_name))
     return differentiable_backward(fn, ref, args, seed=seed) or second_differences(fn, ref, args, options=options)
+
+
+def second_against_proxy(fn, ref, args, *, proxy, seed, tol, proxy_name="") -> list:
+    """The derivative of the target's backward (<grad, w> by the inputs and by the cotangent, v and w drawn from
+    ``seed``) against the declared proxy's, on the same values within ``tol``: the intended second derivative."""
+    got = second_order(fn, args, seed)
+    try:
+        want = second_order(proxy, args, seed)
+    except Exception as exc:
+        raise ProxyError(f"the proxy raised {type(exc).__name__} differentiating its gradient: "
+                         f"{first_line(exc)}") from exc
+    inputs = len(grad_inputs(args))
+    named = f" {proxy_name}" if proxy_name else ""
+    for i, (g, e) in enumerate(zip(got, want)):
+        problem = mismatch(g, e, tol)
+        if problem:
+            by = f"input {i}" if i < inputs else f"grad_output {i - inputs}"
+            return [f"second derivative (the backward's gradient with respect to {by}): {problem} against the "
+                    f"declared proxy{named} (its second derivative, random cotangents)"]
+    if len(got) != len(want):
+        return [f"second derivative: {len(got)} tensors, the declared proxy{named}'s {len(want)}"]
+    return []
 
 
 def differentiable_backward(fn, ref, args, *, seed) -> list:
@@ -72,10 +99,16 @@ def second_differences(fn, ref, args, *, options) -> list:
 
 def run(subject, case) -> None:
     """:func:`differentiable_backward`, then :func:`second_differences`, whose failure is excused where the
-    backward has no derivative."""
+    backward has no derivative (with a proxy: :func:`second_against_proxy`, nothing excused)."""
+    gradients_through_grad(subject, "a gradient of the gradient")
     found = replayable.stage(CHECK, differentiable_backward, subject, case)
     if found:
         raise Violation(found[0])
+    if subject.entry.proxy:
+        found = replayable.stage(CHECK, second_against_proxy, subject, case)
+        if found:
+            raise Violation(found[0])
+        return
     differences_meaningful(subject, "the second derivative")
     found = replayable.stage(CHECK, second_differences, subject, case)
     if not found:
@@ -89,4 +122,4 @@ def run(subject, case) -> None:
 
 
 CHECK = declared("gradgradcheck", run=run, replay=gradgradcheck, script_values=gradcheck_values,
-                 replay_helpers=(_reaches, differentiable_backward, second_differences))
+                 replay_helpers=(_reaches, differentiable_backward, second_differences, second_against_proxy))

@@ -19,9 +19,9 @@ import torch
 from audit.checks import reference
 from audit.contract import judged_by_own_error, wider_claimed
 from audit.inputs.case import Case
-from audit.kit import Tol
+from audit.kit import ProxyError, Tol
 from audit.registry.model import EntryKind
-from audit.toolkit.violation import Violation
+from audit.toolkit.violation import RegistryFault, Violation
 
 
 def values(check, subject, case: Case) -> dict:
@@ -36,7 +36,8 @@ def values(check, subject, case: Case) -> dict:
     the cell compares with a reference by the reference's own error in the cell's dtype:
     :func:`audit.contract.judged_by_own_error`, unless the entry gives a ``tolerance`` for the dtype) and
     ``wider_dtype`` (the most precise claimed dtype above the cell's, a torch dtype, or None: the only wider dtype a
-    property may run the target in)."""
+    property may run the target in), ``proxy_name`` (the entry's ``proxy``, "" without one) and ``modes`` (a module
+    entry's ``proxy_modes``: the modes its proxy is checked in, else None)."""
     tight = subject.tolerance(tight=True)
     entry = subject.entry
     found = {"seed": subject.seed, "tol": Tol(tight.atol, tight.rtol, tight.scale),
@@ -46,7 +47,9 @@ def values(check, subject, case: Case) -> dict:
              "in_dims": list(case.in_dims) if case.in_dims else None, "batch_axes": batch_axes(entry),
              "plan": dataclasses.asdict(entry.training),
              "own_error": judged_by_own_error(entry.supports.dtypes, subject.dtype) and not _tolerance_given(subject),
-             "wider_dtype": _torch_dtype(wider_claimed(entry.supports.dtypes, subject.dtype))}
+             "wider_dtype": _torch_dtype(wider_claimed(entry.supports.dtypes, subject.dtype)),
+             "proxy_name": entry.proxy or "",
+             "modes": list(entry.proxy_modes) if entry.proxy and entry.kind == EntryKind.MODULE else None}
     return {**found, **(check.script_values(subject, case) if check.script_values else {})}
 
 
@@ -71,13 +74,14 @@ def batch_axes(entry) -> dict:
 #: What a property may also take by name, unguarded, as the script names them too: ``target`` (the callable itself:
 #: a module's instance at the cell's dtype and device, a model's factory), ``reference`` (the entry's, or None) and,
 #: for a module, ``make`` (its factory). A check that calls the target its own way (not reseeded, compiled,
-#: exported, under torch.func, in other processes) takes them.
-UNGUARDED = ("target", "reference", "make")
+#: exported, under torch.func, in other processes) takes them. ``proxy`` is the entry's proxy (or None), guarded as
+#: ``ref`` is.
+UNGUARDED = ("target", "reference", "make", "proxy")
 
 
 def unguarded(subject) -> dict:
     """:data:`UNGUARDED` on ``subject``: ``make`` only for a module."""
-    found = {"target": subject.fn, "reference": subject.target.reference}
+    found = {"target": subject.fn, "reference": subject.target.reference, "proxy": compared_proxy(subject)}
     factory = getattr(subject.target.fn, "factory", None)
     return {**found, "make": factory} if factory is not None else found
 
@@ -94,6 +98,17 @@ def compared_reference(subject, case: Case):
             return subject.evaluate_reference(*args)
 
     return ref
+
+
+def compared_proxy(subject):
+    """The proxy as a property receives it: the entry's, guarded like the target; None without one."""
+    if subject.target.proxy is None:
+        return None
+
+    def proxy(*args):
+        return subject.evaluate_proxy(*args)
+
+    return proxy
 
 
 def observer(subject, case: Case, check: str, verdict: str = "not compared there"):
@@ -125,8 +140,11 @@ def problems(check, subject, case: Case, *, observe=None) -> list[str]:
     found["ratios"] = _ratios(subject)
     if subject.entry.kind == EntryKind.MODEL:
         return check.model_replay(subject.target.fn, None, None, **accepted(check.model_replay, found))
-    return check.replay(target(subject), compared_reference(subject, case), subject.args(case),
-                        **accepted(check.replay, found))
+    try:
+        return check.replay(target(subject), compared_reference(subject, case), subject.args(case),
+                            **accepted(check.replay, found))
+    except ProxyError as exc:  # the registry's proxy, not the target: the cell is an error naming it
+        raise RegistryFault(str(exc)) from exc
 
 
 class _Ratios(dict):

@@ -8,9 +8,9 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.kit import (DIFFERENCE_STEPS, NOISE_FACTOR, Tol, central_jacobian, detached, floating, grad_outputs,
-                       is_setup_context_refusal, jacobian_column, measured_noise, mismatch, noisy_mismatches,
-                       outputs_of, realified)
+from audit.kit import (DIFFERENCE_STEPS, NOISE_FACTOR, Tol, bypass_hint, central_jacobian, detached, eager_jacobian,
+                       floating, grad_outputs, is_setup_context_refusal, jacobian_column, measured_noise, mismatch,
+                       noisy_mismatches, outputs_of, realified)
 from audit.registry.model import EntryKind
 from audit.toolkit.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit
 
@@ -18,17 +18,18 @@ from audit.toolkit.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, To
 BATCH = 3
 
 
-def vmap(fn, ref, args, *, target, kind, tol, seed, in_dims, forward_ad, batch) -> list:
+def vmap(fn, ref, args, *, target, kind, tol, seed, in_dims, forward_ad, batch, proxy_name="") -> list:
     """On ``batch`` samples of ``args`` (:func:`sample_of`) stacked at ``in_dims``: the outputs and the vjps of the
     target under torch.func.vmap against the per-sample loop, within ``tol`` plus the loop's own rounding noise;
-    then jacrev (and jacfwd with ``forward_ad``) on sample 0 against central differences. ``kind`` says what
-    torch.func's refusals mean for the entry."""
+    then jacrev (and jacfwd with ``forward_ad``) on sample 0 against central differences, or, for an entry whose
+    backward is intended (``proxy_name``), against the eager Jacobian. ``kind`` says what torch.func's refusals mean
+    for the entry."""
     samples = [sample_of(args, k, in_dims) for k in range(batch)]
     stacked = stacked_samples(samples, in_dims)
     dims = tuple(in_dims)
     return (vmap_outputs(target, kind, samples, stacked, dims, tol)
             or vmap_vjps(target, kind, samples, stacked, dims, tol, seed)
-            or jacobians(target, kind, samples[0], forward_ad))
+            or jacobians(target, kind, samples[0], forward_ad, proxy_name))
 
 
 def sample_of(args, k: int, in_dims) -> list:
@@ -160,17 +161,20 @@ def jacobian_target(target, sample):
     return (lambda *xs: tuple(outputs_of(real_fn(*xs)))), inputs, viewed
 
 
-def jacobians(target, kind, sample, forward_ad: bool) -> list:
+def jacobians(target, kind, sample, forward_ad: bool, proxy_name: str = "") -> list:
     """jacrev, and jacfwd with ``forward_ad``, against central differences on one sample (:func:`jacobian_target`);
     each column within the differences' tolerance, or that plus the error the outputs' own rounding noise puts
-    into a central difference (NOISE_FACTOR times the noise over the step)."""
+    into a central difference (NOISE_FACTOR times the noise over the step). An entry whose backward is intended
+    (``proxy_name``: not the forward's derivative) is compared with its own eager Jacobian instead."""
     found = jacobian_target(target, sample)
     if found is None:
         return []
     f, inputs, viewed = found
     with torch.no_grad():
         outputs = f(*inputs)
-    numeric = central_jacobian(f, inputs)
+    numeric = eager_jacobian(f, inputs) if proxy_name else central_jacobian(f, inputs)
+    against = f"the eager Jacobian (the backward is intended: proxy {proxy_name})" if proxy_name else \
+        "finite differences"
     measured = measured_noise(lambda xs: [list(f(*xs))], [x.detach() for x in inputs])
     argnums = tuple(range(len(inputs)))
     modes = [("jacrev", torch.func.jacrev)] + ([("jacfwd", torch.func.jacfwd)] if forward_ad else [])
@@ -187,10 +191,10 @@ def jacobians(target, kind, sample, forward_ad: bool) -> list:
                 problem = mismatch(got, expected, tol) and mismatch(
                     got, expected, Tol(tol.atol + NOISE_FACTOR * measured()[0] / step, tol.rtol, tol.scale))
                 if problem:
-                    problems.append(f"{label}: d output {i} / d input {j}[flat {e}] vs finite differences: {problem}")
+                    problems.append(f"{label}: d output {i} / d input {j}[flat {e}] vs {against}: {problem}")
         if problems:
             zeros = "; jacfwd gave an all-zero Jacobian" if zero and label == "jacfwd" and kind == "op" else ""
-            return [f"{problems[0]}{viewed}{zeros}"]
+            return [f"{problems[0]}{viewed}{zeros}{bypass_hint('gradient', proxy_name, label)}"]
     return []
 
 

@@ -97,8 +97,7 @@ def code_fingerprint(entry: Entry, base: Path, checks_dir: Path | None = None) -
     be found without importing it)."""
     modules = [entry.target.partition(":")[0]] if entry.kind != EntryKind.OP else []
     modules += list(entry.load)
-    if entry.reference:
-        modules.append(entry.reference.partition(":")[0])
+    modules += [spec.partition(":")[0] for spec in (entry.reference, entry.proxy) if spec]
     # The places a worker imports from: the registry's folder, and its working directory (sys.path[0] of
     # `python -m audit.engine.worker`), which a console script's own sys.path lacks.
     for folder in (str(base), os.getcwd()):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from audit.engine.script import replay_script
 from audit.inputs.case import Case
 from audit.inputs.special import special_for
 from audit.inputs.strategies import for_check
+from audit.kit import backward_only
 from audit.registry.model import Entry, EntryKind
 from audit.results.outcome import CellKey, Failure, Outcome, Verdict
 from audit.runtime import health, triton
@@ -88,6 +90,11 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
     except SystemExit as exc:
         return Outcome(key, Verdict.ERRORED, f"the target called sys.exit({exc.code!r})")
     metrics = dict(subject.metrics)
+    if found.fault:
+        return Outcome(key, Verdict.ERRORED, f"{found.fault} ({_blamed(entry)})", found.examples, found.seconds,
+                       details=metrics)
+    if found.refused:
+        return _through_backward(entry, target, check, key, options, claimed, on_example, found.refused)
     if found.special:  # structured cases tried after the drawn ones (``examples`` counts the drawn)
         metrics["special_points"] = found.special
     if triton.interpreted(entry):
@@ -101,6 +108,33 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
     first, *others = [_failure(entry, check, key, options, subject, failure) for failure in found.failures()]
     return Outcome(key, Verdict.VIOLATED, first.message, found.examples, found.seconds, first.case, first.script,
                    metrics, tuple(others))
+
+
+def _blamed(entry: Entry) -> str:
+    """Who a registry fault is about: the entry's proxy, what to do."""
+    return (f"the entry's proxy {entry.proxy}, not the target: fix the proxy, keep the draws away from its kinks "
+            "(`kinks`), or narrow `domain`")
+
+
+#: Why a check whose gradients .backward() cannot stand for says nothing of a target that refuses .grad().
+NOT_THROUGH_BACKWARD = ("the target refuses torch.autograd.grad ({said}), and this check takes its gradients where "
+                        "torch.autograd.backward cannot stand in (under a transform, or of the gradient itself): "
+                        "not judged")
+
+
+def _through_backward(entry: Entry, target: Target, check: Check, key: CellKey, options: RunOptions, claimed: bool,
+                      on_example: OnExample | None, said: str) -> Outcome:
+    """The cell again with every gradient taken through torch.autograd.backward (``backward_only``), the target
+    having refused .grad() ("... is not compatible with .grad(), please use .backward()"); recorded in the cell's
+    ``metrics.backward_only``. An entry that already says so, refused again, is a skip: the check takes its
+    gradients where .backward() cannot stand in."""
+    if entry.backward_only:
+        return Outcome(key, Verdict.SKIPPED, NOT_THROUGH_BACKWARD.format(said=said))
+    adapted = backward_only(target.fn)  # type: ignore[no-untyped-call]  # the replay kit's, untyped
+    again = _run(replace(entry, backward_only=True), replace(target, fn=adapted), check, key,
+                 options, claimed, on_example)
+    note = f"detected: the target refused torch.autograd.grad ({said}); every gradient taken through .backward()"
+    return replace(again, details={**again.details, "backward_only": note})
 
 
 def nothing_compared(subject: Subject, check: Check, case: Case) -> str:

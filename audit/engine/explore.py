@@ -17,7 +17,9 @@ from hypothesis.errors import Flaky
 from hypothesis.strategies import SearchStrategy
 
 from audit.checks.interface import NotApplicable, Violation
+from audit.toolkit.violation import RegistryFault
 from audit.errors import first_line as _first_line
+from audit.errors import refuses_grad
 from audit.frames import user_site
 from audit.inputs.case import Case
 from audit.runtime import health, triton
@@ -88,6 +90,8 @@ class Exploration:
     others: tuple[Counterexample, ...] = ()
     special: int = 0
     kind: str = ""
+    fault: str = ""
+    refused: str = ""
 
     def failures(self) -> tuple[Counterexample, ...]:
         """Every failure found, the first (``case``, ``message``, ``kind``) first, then the ``others``; none when
@@ -123,6 +127,13 @@ class SearchState:
     out_of_memory: str = ""
     out_of_time: bool = False
     damaged: str = ""
+    fault: str = ""
+    refused: str = ""
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the search has stopped calling the property: a skip, a registry fault or a refused .grad()."""
+        return bool(self.skipped or self.fault or self.refused)
 
 
 class Damaged(BaseException):
@@ -160,7 +171,8 @@ def _special(prop: Property, strategy: SearchStrategy[Case], seed_value: int, sp
     state = SearchState(frozenset(), math.inf)
     found = _ran(_given(_property(prop, state), strategy, 1, seed_value, False, special), state)
     # ``examples`` counts drawn cases only, as ``--examples`` sets them; ``special`` counts the structured ones run
-    return replace(found, examples=drawn.examples, special=found.examples, skipped=drawn.skipped or found.skipped)
+    return replace(found, examples=drawn.examples, special=found.examples, skipped=drawn.skipped or found.skipped,
+                   fault=drawn.fault or found.fault, refused=drawn.refused or found.refused)
 
 
 def _others(prop: Property, strategy: SearchStrategy[Case], examples: int, seed_value: int, kind: str,
@@ -194,7 +206,7 @@ def _ran(test: Callable[[], None], state: SearchState) -> Exploration:
         test()
     except (Violation, Flaky, MemoryError, _OutOfTime) as exc:
         return _failure(state, exc)
-    return Exploration(True, state.calls, 0.0, skipped=state.skipped)
+    return Exploration(True, state.calls, 0.0, skipped=state.skipped, fault=state.fault, refused=state.refused)
 
 
 def _failure(state: SearchState, exc: Exception) -> Exploration:
@@ -224,7 +236,7 @@ class _OutOfTime(Exception):
 
 def _property(prop: Property, state: SearchState) -> Callable[[Case], None]:
     def run(case: Case) -> None:
-        if state.skipped:
+        if state.stopped:
             return
         _stop_when_spent(state, case)
         state.calls += 1
@@ -233,7 +245,12 @@ def _property(prop: Property, state: SearchState) -> Callable[[Case], None]:
             _no_strays(state, case)
         except NotApplicable as exc:
             state.skipped = str(exc)
+        except RegistryFault as exc:
+            state.fault = f"{exc} on {case.describe()}"
         except Violation as exc:
+            if refuses_grad(exc):
+                state.refused = _first_line(exc)
+                return
             reason = health.damage(exc)  # a check's own words for what the target raised: the cause may be damage
             if reason:
                 _damaged(state, case, exc, reason)
@@ -274,6 +291,9 @@ def _raised(state: SearchState, case: Case, exc: Exception) -> None:
     reason = health.damage(exc)
     if reason:
         _damaged(state, case, exc, reason)
+    if refuses_grad(exc):  # the cell is run again with its gradients taken through .backward()
+        state.refused = _first_line(exc)
+        return
     limit = triton.limitation(exc)
     if limit:
         state.skipped = limit

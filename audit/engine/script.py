@@ -56,11 +56,15 @@ def replay_script(entry: Entry, check: Check, case: Case, *, dtype: str, device:
                   "\n\n".join(_source(f) for f in (*check.replay_helpers, prop))]
     lines += ["", "# -- the target ---", _target_line("target", entry.target, _kind(entry))]
     lines.append(_target_line("reference", entry.reference, "callable") if entry.reference else "reference = None")
+    if "proxy" in _unguarded(prop, entry):
+        lines.append(_target_line("proxy", entry.proxy, "callable") if entry.proxy else "proxy = None")
     lines.append(f"dtype, device = torch.{dtype}, {device!r}")
     lines.append(f"seed = {values.get('seed', 0)!r}  # the cell's seed: cotangents are drawn from it")
     if _kind(entry) == "module":
         lines.append("torch.manual_seed(0)\n"
                      "target = make().to(dtype=dtype, device=device)  # built from the audit's seed")
+    if entry.backward_only:  # every gradient through torch.autograd.backward, as the audit takes them
+        lines.append("target = backward_only(target)  # the target refuses torch.autograd.grad")
     cases = {name: value for name, value in values.items() if _is_cases(value)}
     lines.append("# -- the values the cell called the property with ---")
     used = _accepted(prop, values)
@@ -77,6 +81,8 @@ def replay_script(entry: Entry, check: Check, case: Case, *, dtype: str, device:
         lines.append("fn = guarded(target, mutates, seed)  # as the audit calls it: mutated arguments cloned, reseeded")
         lines.append("ref = guarded(through_dense(reference), mutates, seed) if reference is not None else None"
                      if reference else "ref = None  # the reference draws otherwise than the target: not compared")
+        if entry.proxy and "proxy" in _unguarded(prop, entry):
+            lines.append("proxy = guarded(through_dense(proxy), mutates, seed)  # its gradient is the intended one")
         lines.append(f"sys.exit(report({prop.__name__}(fn, ref, args, {names})))")
     lines[kit_at:kit_at] = ["", "# -- the replay kit (audit/kit.py): the helpers used below, as the audit's checks "
                             "call them ---", kit_source("\n".join(lines[kit_at:])), ""]

@@ -194,6 +194,9 @@ class Entry:
     line: int = 1
     load: tuple[str, ...] = ()
     reference: str | None = None
+    proxy: str | None = None  #: "module:function" whose autograd gradient is the intended one (``proxy:``)
+    proxy_modes: tuple[str, ...] = ("train", "eval")  #: a module's modes the proxy holds in
+    backward_only: bool = False  #: gradients taken with torch.autograd.backward, reading .grad
     triton: str = ""  #: "interpret": Triton kernels, run through Triton's interpreter where no CUDA device is
     dims: tuple[tuple[str, int, int], ...] = ()
     batch: str | None = None

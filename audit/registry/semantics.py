@@ -43,7 +43,7 @@ def entry_problems(entry: dict[str, Any], index: int, located: Located, file: st
     """Every rule below, applied to one merged entry."""
     base = ("entries", index)
     found: Found = []
-    for rule in (_required, _owner, _target, _dims, _batch, _indices, _domains, _sparse, _expect):
+    for rule in (_required, _owner, _target, _dims, _batch, _indices, _domains, _sparse, _expect, _proxy):
         try:
             found += rule(entry)
         except (TypeError, AttributeError, KeyError, IndexError, ValueError):
@@ -170,6 +170,20 @@ def _expect(entry: dict[str, Any]) -> Found:
                              f"or one listed in checks), got {waiver['check']!r}"))
         if "until" in waiver and not _is_date(waiver["until"]):
             problems.append((("expect", i, "until"), f"expected a real date YYYY-MM-DD, got {waiver['until']!r}"))
+    return problems
+
+
+def _proxy(entry: dict[str, Any]) -> Found:
+    """A proxy is for an entry called on drawn tensors (a model's training has no gradient of its own to intend);
+    ``proxy_modes`` is for a module entry with a proxy (only a module has train and eval modes)."""
+    kind = entry.get("kind", DEFAULT_KIND)
+    problems: Found = []
+    if "proxy" in entry and kind == EntryKind.MODEL:
+        problems.append((("proxy",), "expected no proxy for kind model (declare it on the entry of the Function "
+                                     "whose backward is intended)"))
+    if "proxy_modes" in entry and (kind != EntryKind.MODULE or "proxy" not in entry):
+        problems.append((("proxy_modes",), f"expected proxy_modes only on a kind module entry with a proxy, got kind "
+                                           f"{kind}{'' if 'proxy' in entry else ' without a proxy'}"))
     return problems
 
 

@@ -65,6 +65,10 @@ class Subject:
         argument reaches it dense, and its gradient comes back on the argument's pattern (see ``through_dense``)."""
         return self.guard(through_dense(self.target.reference))(*args)
 
+    def evaluate_proxy(self, *args: Any) -> Any:
+        """The entry's proxy (whose autograd gradient is the intended one) on ``args``, guarded like the target."""
+        return self.guard(through_dense(self.target.proxy))(*args)
+
     def guard(self, fn: Callable, *, clone: bool = True, reseed: bool = True, canonical: bool = True) -> Callable:
         """``fn`` called as real code calls it, from the same random stream at every evaluation.
 

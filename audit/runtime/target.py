@@ -22,13 +22,15 @@ class TargetError(AuditError):
 
 @dataclass(frozen=True)
 class Target:
-    """The callable under audit, its trusted reference if any, and the digest of its code."""
+    """The callable under audit, its trusted reference and its proxy (whose gradient is the intended one) if any,
+    and the digest of its code."""
 
     fn: Callable
     reference: Callable | None
     digest: str
     obj: object
     unbuilt: dict = field(default_factory=dict)
+    proxy: Callable | None = None
 
 
 def resolve(entry: Entry, base: Path) -> Target:
@@ -46,7 +48,13 @@ def resolve(entry: Entry, base: Path) -> Target:
     obj = _op(entry.target) if entry.kind == EntryKind.OP else import_object(entry.target)
     fn = _callable(entry, obj)
     reference = import_object(entry.reference) if entry.reference else None
-    return Target(fn=fn, reference=reference, digest=_digest(entry, obj, loaded.files), obj=obj, unbuilt=unbuilt)
+    proxy = import_object(entry.proxy) if entry.proxy else None
+    if entry.backward_only:
+        from audit.kit import backward_only  # the replay kit's, as the script wraps it too
+
+        fn = backward_only(fn)
+    return Target(fn=fn, reference=reference, digest=_digest(entry, obj, loaded.files), obj=obj, unbuilt=unbuilt,
+                  proxy=proxy)
 
 
 def import_object(spec: str):

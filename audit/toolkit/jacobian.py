@@ -53,6 +53,15 @@ def differences_meaningful(subject, what: str) -> None:
                             "claim: claim float32 or float64 to check it")
 
 
+def gradients_through_grad(subject, what: str) -> None:
+    """A :class:`NotApplicable` for an entry whose gradients only .backward() takes (``backward_only``: it refuses
+    torch.autograd.grad) in a check that needs ``what``, which the audit's .backward() adapter cannot give (it
+    returns ``.grad`` values, not a graph to differentiate again, and has no forward-mode formula)."""
+    if subject.entry.backward_only:
+        raise NotApplicable(f"the entry's gradients are taken through .backward() (backward_only: it refuses "
+                            f"torch.autograd.grad), and {what} cannot be taken that way: not judged")
+
+
 def gradcheck_values(subject, case) -> dict:
     """``script_values`` of the checks that run torch's gradcheck: its options as the audit passes them."""
     return {"options": gradcheck_options(subject, grad_inputs(subject.args(case)))}
@@ -65,4 +74,4 @@ def gradcheck_tolerance(subject) -> tuple[float, float]:
 
 
 __all__ = ["SLOW_MODE_LIMIT", "differences_meaningful", "explain_gradcheck_failure", "gradcheck_options",
-           "gradcheck_tolerance", "gradcheck_values", "realified", "torch_sentence", "wrap"]
+           "gradcheck_tolerance", "gradcheck_values", "gradients_through_grad", "realified", "torch_sentence", "wrap"]

@@ -1,4 +1,5 @@
-"""What a check's property raises: a :class:`Violation` fails the case, :class:`NotApplicable` skips the cell.
+"""What a check's property raises: a :class:`Violation` fails the case, :class:`NotApplicable` skips the cell,
+:class:`RegistryFault` makes it an error that blames the registry's own callable.
 
 Defined below the checks so that their helpers raise them too; :mod:`audit.checks.interface` re-exports both for
 a repository's own checks.
@@ -22,3 +23,9 @@ class Violation(Exception):
 
 class NotApplicable(Exception):
     """The check cannot say anything about this entry here (e.g. no CUDA); the cell is a skip."""
+
+
+class RegistryFault(Exception):
+    """What the registry supplied, not the target, is at fault on a case (the entry's ``proxy`` raised, or its
+    gradient is undefined or off its own finite differences there): the search stops and the cell is an ``error``
+    saying so, never a failure of the target."""

@@ -67,7 +67,7 @@ def test_static_scan_against_the_registry(monkeypatch):
     # softsign_backward is the C++ example's helper op: defined with TORCH_LIBRARY, so the scan lists it.
     assert result.exit_code == 1
     assert {f["target"] for f in data["used_but_unregistered"]} == UNREGISTERED | {"examples_native::softsign_backward"}
-    assert {f["entry"] for f in data["registered_and_used"]} == {"logsumexp", "sincos", "softmax", "softplus",
+    assert {f["entry"] for f in data["registered_and_used"]} == {"logsumexp", "sincos", "softmax", "softplus", "spike",
                                                                  "softsign_native", "dropout", "complex_filter"}
     assert any(n["kind"] == "kernel (CUDA)" for n in data["notes"])
 
