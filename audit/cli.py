@@ -199,10 +199,13 @@ def report_cli(**options) -> None:
 @click.option("--dtype", default="float32", show_default=True, help="dtype of the random inputs --input-shape makes.")
 @setting_option("registry")
 @click.option("--format", "output_format", type=Format(["text", "json"]), default="text", show_default=True)
-@click.option("--write", is_flag=True, help="Append a registry stub for each unregistered item (comments kept).")
+@click.option("--write", is_flag=True, help="Append a registry stub for each unregistered item (comments kept), and "
+                                           "for a kind model factory the model's own entry.")
+@click.option("--explain", is_flag=True, help="Say why each value a stub holds was chosen (domains, dims, dtypes).")
 def scan_cli(**options) -> None:
-    """Find custom Functions and ops a model uses (MODEL: pkg.module:build returning (model, inputs)) or
-    its sources define; exit 1 if any is not registered."""
+    """Find custom Functions and ops a model uses (MODEL: pkg.module:build returning (model, make_batch, loss) as a
+    kind model factory does, (model, inputs), or a module) or its sources define; exit 1 if any is not
+    registered."""
     from audit.commands.scan import scan
 
     _exit(lambda: scan(**options))

@@ -16,8 +16,9 @@ from audit.io import json_text, write_atomic
 STATUS_STYLE = {"registered": "green", "UNREGISTERED": "bold red", "not seen": "dim", "info": "blue"}
 
 
-def scan(model, source, input_shape, dtype, registry, output_format, write) -> int:
-    """Scan, compare, print; exit 1 when something used is not registered (the intake gate)."""
+def scan(model, source, input_shape, dtype, registry, output_format, write, explain=False) -> int:
+    """Scan, compare, print; exit 1 when something used is not registered (the intake gate). ``explain``: say why
+    each value a stub would hold was chosen."""
     from audit.scan.compare import compare
     from audit.scan.findings import merged
 
@@ -26,9 +27,10 @@ def scan(model, source, input_shape, dtype, registry, output_format, write) -> i
     if write and not model:
         raise UsageError("--write needs observed calls to infer inputs from: scan a MODEL")
     loaded = _registry(registry, required=write)
-    findings, info = [], []
+    findings, info, triple = [], [], False
     if model:
-        findings += _run_model(model, input_shape, dtype)
+        found, triple = _run_model(model, input_shape, dtype)
+        findings += found
     if source:
         from audit.scan.static import scan_sources
 
@@ -37,12 +39,16 @@ def scan(model, source, input_shape, dtype, registry, output_format, write) -> i
         info += [f for f in found if f.kind not in ("function", "op")]
     findings = merged(findings)
     result = compare(findings, loaded, resolve=bool(model))
+    drafted = _drafts(loaded, list(result.unregistered), model, triple) if (write or explain) and model else []
     if output_format == "json":
-        click.echo(json_text({**result.to_json(), "notes": [f.to_json() for f in info]}), nl=False)
+        extra = {"explain": {e["name"]: e["_why"] + e.get("_notes", []) for e in drafted}} if explain else {}
+        click.echo(json_text({**result.to_json(), "notes": [f.to_json() for f in info], **extra}), nl=False)
     else:
         click.echo(_table(result, info, loaded), nl=False)
-    if write and result.unregistered:
-        _write(Path(registry), loaded, list(result.unregistered), model)
+        if explain:
+            click.echo(_explained(drafted), nl=False)
+    if write and drafted:
+        _write(Path(registry), drafted, list(result.unregistered))
     return Exit.GATE_FAILED if result.unregistered else Exit.OK
 
 
@@ -59,8 +65,9 @@ def _registry(path: str, *, required: bool):
 def _run_model(spec: str, shapes, dtype: str):
     import torch
 
+    from audit.registry.model import Training
     from audit.runtime.target import TargetError, import_object
-    from audit.scan.tracing import scan_model
+    from audit.scan.tracing import scan_batches, scan_model
 
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
@@ -69,6 +76,10 @@ def _run_model(spec: str, shapes, dtype: str):
         built = factory()
     except TargetError as exc:
         raise UsageError(f"MODEL {spec}: {exc}") from None
+    if _is_triple(built):  # the kind model factory: several batches, through its own loss
+        model, make_batch, loss = built
+        batches = [make_batch(Training().batch, seed) for seed in range(SCANNED_BATCHES)]
+        return scan_batches(model, [(tuple(inputs), targets) for inputs, targets in batches], loss), True
     if isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], torch.nn.Module):
         model, inputs = built
     elif isinstance(built, torch.nn.Module):
@@ -76,8 +87,21 @@ def _run_model(spec: str, shapes, dtype: str):
             raise UsageError(f"MODEL {spec} returned only a module: give --input-shape for each input (e.g. 2,8)")
         model, inputs = built, tuple(torch.randn(*_shape(s), dtype=getattr(torch, dtype)) for s in shapes)
     else:
-        raise UsageError(f"MODEL {spec} must return (model, inputs) or an nn.Module; got {type(built).__name__}")
-    return scan_model(model, tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,))
+        raise UsageError(f"MODEL {spec} must return (model, make_batch, loss) as a kind model factory does, "
+                         f"(model, inputs), or an nn.Module; got {type(built).__name__}")
+    return scan_model(model, tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)), False
+
+
+#: Batches a kind model factory's ``make_batch`` is asked for (seeds 0, 1, ...): a stub's domain spans them all.
+SCANNED_BATCHES = 4
+
+
+def _is_triple(built) -> bool:
+    """Whether a factory returned a kind model's ``(model, make_batch, loss)``."""
+    import torch
+
+    return (isinstance(built, tuple) and len(built) == 3 and isinstance(built[0], torch.nn.Module)
+            and callable(built[1]) and callable(built[2]))
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -115,19 +139,52 @@ def _table(result, info, registry) -> str:
     return buffer.getvalue()
 
 
-def _write(path: Path, registry, findings, model: str) -> None:
+def _drafts(registry, findings, model: str, triple: bool) -> list[dict]:
+    """The stubs ``--write`` would append: one per unregistered finding, and for a kind model factory the model's
+    own entry unless the registry has it."""
     from audit.scan import stubs
 
     made = stubs.stubs(findings, registry, root=Path.cwd(), load=[model.partition(":")[0]])
-    entries = [e for e, f in zip(made, findings) if stubs.importable(f)]
-    local = [(e, f) for e, f in zip(made, findings) if not stubs.importable(f)]
-    text = stubs.append(path.read_text(), entries) if entries else path.read_text()
+    if triple:
+        own = stubs.model_stub(model, registry, {e["name"] for e in made}, root=Path.cwd(),
+                               source=_module_file(model))
+        made += [own] if own else []
+    return made
+
+
+def _module_file(spec: str) -> str:
+    import sys
+
+    module = sys.modules.get(spec.partition(":")[0])
+    return getattr(module, "__file__", "") or ""
+
+
+def _explained(drafted: list[dict]) -> str:
+    """Why each inferred value of each stub was chosen, and what its notes say."""
+    lines = []
+    for entry in drafted:
+        lines.append(f"{entry['name']} ({entry['target']}):")
+        lines += [f"  {why}" for why in entry.get("_why", [])]
+        lines += [f"  NOTE: {note}" for note in entry.get("_notes", [])]
+    return "\n".join(lines) + "\n" if lines else "nothing to explain: everything used is registered\n"
+
+
+def _write(path: Path, drafted: list[dict], findings) -> None:
+    from audit.scan import stubs
+
+    operators = {id(e): f for e, f in zip(drafted, findings)}
+    entries = [e for e in drafted if id(e) not in operators or stubs.importable(operators[id(e)])]
+    local = [(e, operators[id(e)]) for e in drafted if id(e) in operators and not stubs.importable(operators[id(e)])]
+    text = path.read_text()
+    text = stubs.append(text, entries) if entries else text
     if local:
         text = text.rstrip("\n") + "\n\n" + stubs.commented(*map(list, zip(*local)))
     write_atomic(path, text)
     placeholders = sum(e["owner"] == stubs.PLACEHOLDER for e in entries)
+    notes = sum(bool(e.get("_notes")) for e in entries)
     click.echo(f"wrote {len(entries)} stub(s) to {path}"
                + (f"; {placeholders} owner(s) to fill in (audit validate refuses the placeholder)"
                   if placeholders else "")
+               + (f"; {notes} with a NOTE to read first" if notes else "")
                + (f"; {len(local)} made inside a factory, written as comments saying what to add" if local else ""),
                err=True)

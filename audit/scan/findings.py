@@ -24,6 +24,8 @@ class Finding:
     calls: list = field(default_factory=list)
     sites: list = field(default_factory=list)
     grad: bool = False
+    #: The first call's arguments themselves (tensors detached and copied), for the probes of stub notes.
+    sample: tuple = field(default=(), repr=False, compare=False)
 
     def to_json(self) -> dict:
         """For ``--format json``."""
@@ -44,6 +46,7 @@ def merged(findings) -> list[Finding]:
         kept.sites += [s for s in finding.sites if s not in kept.sites]
         kept.calls += finding.calls
         kept.grad = kept.grad or finding.grad
+        kept.sample = kept.sample or finding.sample
     return list(found.values())
 
 

@@ -1,4 +1,4 @@
-"""``audit scan MODEL``: one forward and backward in eager mode under instrumentation.
+"""``audit scan MODEL``: forward and backward in eager mode under instrumentation, on one batch or several.
 
 Every ``autograd.Function.apply`` is recorded (no-grad uses included), the autograd graph is walked for
 Function nodes, and a dispatch mode sees every operator call outside torch's own namespaces; each with
@@ -30,6 +30,8 @@ class Recorder:
     def record(self, kind: str, target: str, args, source: str = "") -> None:
         finding = self.found.setdefault(target, Finding(kind=kind, target=target, source=source))
         finding.calls.append(Call(tuple(_describe(a) for a in args)))
+        if not finding.sample:
+            finding.sample = tuple(a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args)
         site = _site()
         if site and site not in finding.sites:
             finding.sites.append(site)
@@ -38,18 +40,28 @@ class Recorder:
 
 def scan_model(model, inputs) -> list[Finding]:
     """Run ``model(*inputs)``, a backward through every floating output, and return what was found."""
+    return scan_batches(model, [(inputs, None)])
+
+
+def scan_batches(model, batches, loss=None) -> list[Finding]:
+    """For each ``(inputs, targets)`` of ``batches``: ``model(*inputs)``, then a backward through ``loss(output,
+    targets)`` (a kind model's triple), or without a loss through every floating output; what was found over all of
+    them (every call's shapes and values: a stub's domain and dims span the batches)."""
     recorder = Recorder()
-    with _functions_recorded(recorder), _OpRecorder(recorder):
-        outputs = model(*inputs)
-    tensors = [outputs] if isinstance(outputs, torch.Tensor) else [o for o in _flatten(outputs)
-                                                                    if isinstance(o, torch.Tensor)]
-    roots = [t for t in tensors if t.requires_grad]
-    for cls in _graph_functions(roots):
-        recorder.found.setdefault(function_target(cls), Finding("function", function_target(cls), _source(cls),
-                                                                grad=True))
-    if roots:
-        with _OpRecorder(recorder):
-            torch.autograd.backward(roots, [torch.ones_like(t) for t in roots])
+    for inputs, targets in batches:
+        with _functions_recorded(recorder), _OpRecorder(recorder):
+            outputs = model(*inputs)
+            if loss is not None:
+                outputs = loss(outputs, targets)
+        tensors = [outputs] if isinstance(outputs, torch.Tensor) else [o for o in _flatten(outputs)
+                                                                        if isinstance(o, torch.Tensor)]
+        roots = [t for t in tensors if t.requires_grad]
+        for cls in _graph_functions(roots):
+            recorder.found.setdefault(function_target(cls), Finding("function", function_target(cls), _source(cls),
+                                                                    grad=True))
+        if roots:
+            with _OpRecorder(recorder):
+                torch.autograd.backward(roots, [torch.ones_like(t) for t in roots])
     return list(recorder.found.values())
 
 

@@ -42,6 +42,10 @@ ROWS = [
     Planted(f"{F}:ReversibleScaleWrong", "gradcheck", REVERSIBLE, f"{F}:ReversibleScale", "Jacobian mismatch"),
 ]
 
+#: Why the intake test's network has no rows: the scan finds its Functions, and the test asserts their verdicts.
+INTAKE = ("the spiking network of the intake test (tests/scan/test_intake_model.py), whose verdicts it asserts; its "
+          "Functions are found by the scan, not planted beside twins")
+
 NOT_REPLAYED = {
     **{f"{F}:{name}": "a proxy, not a target" for name in ("arctan_primitive", "sigmoid_primitive", "identity",
                                                             "hardtanh", "reversed_scaled")},
@@ -55,4 +59,6 @@ NOT_REPLAYED = {
     f"{F}:checkpointed": "correct reentrant checkpointing, audited through .backward() (test_intended.py); no bug",
     f"{F}:SpikingLayer": "the module behind the factory spiking_layer",
     f"{F}:SpikingLayerEvalStep": "the module behind the factory spiking_layer_eval_step",
+    **{f"tests.fixtures.snn_intake:{name}": INTAKE for name in ("Softsign", "Rate", "SpikingNet", "make_batch", "loss",
+                                                               "build")},
 }
