@@ -738,7 +738,8 @@ def value_range(args) -> str:
     if not values:
         return "no floating input"
     flat = torch.cat([v.cpu() for v in values])
-    return f"inputs in [{flat.min().item():.3g}, {flat.max().item():.3g}]"
+    low, high = flat.min().item(), flat.max().item()
+    return f"inputs in [{low:.3g}, {high:.3g}]" if f"{low:.3g}" != f"{high:.3g}" else f"every input {low:.3g}"
 
 
 # -- two computations of the same value: their rounding noise, measured (see audit.toolkit.noise) --------------
@@ -1381,8 +1382,9 @@ def proxy_differentiable(proxy, args) -> None:
         raise ProxyError(f"the proxy raised {type(exc).__name__} under finite differences: {first_line(exc)}") from exc
     if not held:
         raise ProxyError(f"the proxy's own gradient disagrees with its finite differences ({value_range(args)}): it "
-                         "is not differentiable where drawn (keep the draws away from its kinks with `kinks`, or "
-                         "narrow `domain`)")
+                         "is not a smooth primitive there (a straight-through expression such as step + (x - "
+                         "x.detach()) is no proxy: write the function whose derivative is the intended gradient), "
+                         "or it has a kink where drawn (keep the draws away with `kinks`, or narrow `domain`)")
 
 
 def proxy_mismatches(fn, proxy, args, seed: int, tol, dtype, own_error: bool = False, ratios=None,
@@ -1411,9 +1413,13 @@ def proxy_mismatches(fn, proxy, args, seed: int, tol, dtype, own_error: bool = F
     else:
         found = mismatches("gradient of input", got, truth, tol)
     named = f" {proxy_name}" if proxy_name else ""
+    narrowed = next((f"; output {i} is {str(o.dtype).replace('torch.', '')} for {str(x.dtype).replace('torch.', '')} "
+                     "inputs, so the gradient reaching the backward is rounded to it (what the dtype check reports)"
+                     for i, o in enumerate(outputs) for x in inputs[:1]
+                     if o.dtype.is_floating_point and o.dtype != x.dtype), "")
     return [Finding(f"{line} against the declared proxy{named} (its float64 autograd gradient, vjp with random "
-                    f"cotangents{how}): the backward is not the intended gradient", getattr(line, "kind", line))
-            for line in found]
+                    f"cotangents{how}): the backward is not the intended gradient{narrowed}",
+                    getattr(line, "kind", line)) for line in found]
 
 
 @contextlib.contextmanager
@@ -1474,49 +1480,55 @@ def bypass_hint(label: str, proxy_name: str, transform: str) -> str:
 # -- a backward that only .backward() runs --------------------------------------------------------------------------
 
 class _ThroughBackward(torch.autograd.Function):
-    """The target on new leaves inside its forward; its backward runs the target's with torch.autograd.backward
-    (no ``inputs``: what reentrant checkpointing and reversible layers accept), in a thread of its own, and returns
-    the leaves' ``.grad``."""
+    """The target's values in forward; each backward runs the target again on new leaves, from the random state
+    forward started with, and its own backward with torch.autograd.backward (no ``inputs``: what reentrant
+    checkpointing and reversible layers accept), in a thread of its own, returning the leaves' ``.grad``. Running
+    the forward again for every backward serves the libraries that allow one backward per forward (memcnn's
+    ``num_bwd_passes=1``) as well as gradcheck's many."""
 
     @staticmethod
     def forward(ctx, call, *tensors):
+        ctx.call, ctx.needs = call, ctx.needs_input_grad[1:]
+        ctx.rng = torch.get_rng_state()
+        ctx.save_for_backward(*tensors)
         with torch.enable_grad():
-            leaves = [t.detach().requires_grad_(need) for t, need in zip(tensors, ctx.needs_input_grad[1:])]
-            result = call(leaves)
-        ctx.leaves, ctx.outputs = leaves, [o for o in outputs_of(result) if isinstance(o, torch.Tensor)]
-        ctx.single = isinstance(result, torch.Tensor)
-        ctx.mark_non_differentiable(*[o for o in ctx.outputs if not floating(o)])
-        kept = tuple(o.detach() for o in ctx.outputs)
-        return kept[0] if ctx.single else kept
+            result = call([t.detach().requires_grad_(need) for t, need in zip(tensors, ctx.needs)])
+        outputs = [o for o in outputs_of(result) if isinstance(o, torch.Tensor)]
+        ctx.mark_non_differentiable(*[o for o in outputs if not floating(o)])
+        kept = tuple(o.detach() for o in outputs)
+        return kept[0] if isinstance(result, torch.Tensor) else kept
 
     @staticmethod
     def backward(ctx, *cotangents):
-        live = [(o, c) for o, c in zip(ctx.outputs, cotangents) if o.requires_grad and c is not None]
-        for leaf in ctx.leaves:
-            leaf.grad = None
-        if live:
-            raised = []
+        leaves = [t.detach().requires_grad_(need) for t, need in zip(ctx.saved_tensors, ctx.needs)]
+        raised = []
 
-            def run():
-                try:
-                    torch.autograd.backward([o for o, _ in live], [c for _, c in live], retain_graph=True)
-                except Exception as exc:
-                    raised.append(exc)
+        def run():
+            try:
+                with torch.random.fork_rng(devices=[]):
+                    torch.set_rng_state(ctx.rng)
+                    outputs = [o for o in outputs_of(ctx.call(leaves)) if isinstance(o, torch.Tensor)]
+                live = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad and c is not None]
+                if live:
+                    torch.autograd.backward([o for o, _ in live], [c for _, c in live])
+            except Exception as exc:
+                raised.append(exc)
 
-            # A backward of its own, in a thread of its own: nested inside torch.autograd.grad's (on this thread),
-            # it would count as one that .grad() started, and the target would refuse it again.
-            worker = threading.Thread(target=run)
-            worker.start()
-            worker.join()
-            if raised:
-                raise raised[0]
-        return (None, *[leaf.grad if leaf.requires_grad else None for leaf in ctx.leaves])
+        # A backward of its own, in a thread of its own: nested inside torch.autograd.grad's (on this thread), it
+        # would count as one that .grad() started, and the target would refuse it again.
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join()
+        if raised:
+            raise raised[0]
+        return (None, *[leaf.grad if leaf.requires_grad else None for leaf in leaves])
 
 
 def backward_only(f):
     """``f`` with every gradient of it taken through torch.autograd.backward, reading ``.grad`` of new leaves
     (:class:`_ThroughBackward`), so that torch.autograd.grad, gradcheck and the audit's properties can differentiate
-    a target that refuses ``.grad()``; a call with nothing to differentiate calls ``f`` as it is."""
+    a target that refuses ``.grad()``; a call with nothing to differentiate calls ``f`` as it is. A module's
+    parameters, reached by ``f`` itself, get their ``.grad`` as in training."""
     def call(*args):
         positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
         if not (torch.is_grad_enabled() and any(args[i].requires_grad for i in positions)):
@@ -1530,11 +1542,11 @@ def backward_only(f):
 
         return _ThroughBackward.apply(on, *[args[i] for i in positions])
 
-    for name in ("module", "fresh", "factory"):  # a module target stays reachable as the audit reaches it
+    call.module = f if isinstance(f, torch.nn.Module) else getattr(f, "module", None)
+    for name in ("fresh", "factory", "SEED"):  # a module target stays reachable as the audit reaches it
         if hasattr(f, name):
             setattr(call, name, getattr(f, name))
     return call
-
 
 
 # -- the verdict ---------------------------------------------------------------------------------------------------

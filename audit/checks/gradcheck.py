@@ -10,9 +10,10 @@ from audit.checks import reference, replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation
 from audit.contract import LOW_PRECISION_DTYPES
-from audit.kit import (Finding, GradcheckError, defined_only, dense, detached, explain_gradcheck_failure, floating,
-                       fresh, grad_inputs, gradients, guarded, in_mode, largest_input, leaves_in, measured_noise,
-                       mismatches, module_of, noisy_mismatches, outputs_of, proxy_mismatches,
+from audit.kit import (DIFFERENCE_COLUMNS, DIFFERENCE_STEPS, Finding, GradcheckError, defined_only, dense, detached,
+                       differentiable, explain_gradcheck_failure, floating, fresh, grad_inputs, grad_outputs, gradients,
+                       guarded, in_mode, largest_input, leaves_in, measured_noise, mismatches, module_of,
+                       noisy_mismatches, outputs_of, proxy_mismatches,
                        own_error_mismatches, sparse_gradient_problems, three_runs, value_range, wide,
                        wrapped)
 from audit.toolkit.jacobian import gradcheck_options, gradcheck_values, wrap
@@ -27,7 +28,7 @@ NO_FINITE_DIFFERENCES = ("finite differences in {dtype} are rounding noise (a st
 
 
 def gradcheck(fn, ref, args, *, seed, tol, options, dtype, own_error=False, parameter_options=None, ratios=None,
-              observe=None, proxy=None, proxy_name="", modes=None) -> list:
+              observe=None, proxy=None, proxy_name="", modes=None, backward_only=False) -> list:
     """torch's gradcheck of the target with the audit's ``options`` for the cell (slow mode on small inputs), a
     sparse input's gradient first held to its layout and pattern; for a module, with respect to its parameters
     too (``parameter_options``); then, with a reference, the gradient against the reference's within ``tol``
@@ -43,7 +44,8 @@ def gradcheck(fn, ref, args, *, seed, tol, options, dtype, own_error=False, para
     half = dtype in (torch.float16, torch.bfloat16)
     return (inputs_requiring_grad(fn, ref, args) or sparse_gradients(fn, ref, args, seed=seed, options=options)
             or ([] if half else finite_differences(fn, ref, args, options=options))
-            or ([] if half else parameter_differences(fn, ref, args, seed=seed, parameter_options=parameter_options))
+            or ([] if half else parameter_backward(fn, ref, args, seed=seed) if backward_only else
+                parameter_differences(fn, ref, args, seed=seed, parameter_options=parameter_options))
             or (against_own_error(fn, ref, args, seed=seed, dtype=dtype, ratios=ratios) if own_error else
                 against_reference(fn, ref, args, seed=seed, tol=tol, observe=observe)))
 
@@ -98,6 +100,47 @@ def parameter_differences(fn, ref, args, *, seed, parameter_options=None) -> lis
         for i, name in enumerate(names):
             message = message.replace(f"with respect to input {i}:", f"with respect to parameter {name!r}:")
         return [f"parameters: {message}"]
+    return []
+
+
+def parameter_backward(fn, ref, args, *, seed) -> list:
+    """For a module target whose gradients only .backward() takes (``backward_only``): each parameter's ``.grad``
+    after backward of <outputs, cotangents drawn from ``seed``>, as training reads it, against central differences
+    of <outputs, cotangents> in that parameter (its first DIFFERENCE_COLUMNS elements), within float64's difference
+    tolerance; the message names the parameter."""
+    module = module_of(fn)
+    params = [(name, p) for name, p in module.named_parameters() if p.requires_grad] if module is not None else []
+    if not params:
+        return []
+    outputs = differentiable(outputs_of(fn(*fresh(args))))
+    if not outputs:
+        return []
+    cotangents = grad_outputs(outputs, seed)
+    for _, p in params:
+        p.grad = None
+    torch.autograd.backward(outputs, cotangents)
+    analytic = {name: (p.grad if p.grad is not None else torch.zeros_like(p)).detach().clone() for name, p in params}
+
+    def value() -> float:
+        with torch.no_grad():
+            found = [o for o in outputs_of(fn(*detached(args))) if floating(o)]
+            return sum(float((o.double() * c.double()).sum()) for o, c in zip(found, cotangents))
+
+    for name, p in params:
+        eps, tol = DIFFERENCE_STEPS.get(p.dtype, DIFFERENCE_STEPS[torch.float64])
+        flat = p.data.view(-1)
+        for e in range(min(flat.numel(), DIFFERENCE_COLUMNS)):
+            kept = float(flat[e])
+            flat[e] = kept + eps
+            plus = value()
+            flat[e] = kept - eps
+            minus = value()
+            flat[e] = kept
+            numeric, got = (plus - minus) / (2 * eps), float(analytic[name].view(-1)[e])
+            if abs(got - numeric) > tol.atol + tol.rtol * abs(numeric):
+                return [f"parameters: gradient of parameter {name!r} at flat index {e}: .grad after backward "
+                        f"{got:.6g}, central differences {numeric:.6g} (allowed atol {tol.atol:g} + rtol "
+                        f"{tol.rtol:g}·|numeric|)"]
     return []
 
 
@@ -177,7 +220,8 @@ def run(subject, case) -> None:
     if found and smoothness.excused(subject, "gradcheck", case, fn, inputs, eps):
         return
     _hold(found)
-    _hold(replayable.stage(CHECK, parameter_differences, subject, case))
+    parameters = parameter_backward if subject.entry.backward_only else parameter_differences
+    _hold(replayable.stage(CHECK, parameters, subject, case))
     if replayable.values(CHECK, subject, case)["own_error"]:
         _by_own_error(subject, case)
         return
@@ -249,4 +293,5 @@ def _values(subject, case) -> dict:
 
 CHECK = declared("gradcheck", run=run, replay=gradcheck, script_values=_values,
                  replay_helpers=(inputs_requiring_grad, sparse_gradients, finite_differences, parameter_differences,
-                                 against_own_error, against_reference, reference_gradients, against_proxy))
+                                 parameter_backward, against_own_error, against_reference, reference_gradients,
+                                 against_proxy))

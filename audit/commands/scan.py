@@ -65,6 +65,7 @@ def _registry(path: str, *, required: bool):
 def _run_model(spec: str, shapes, dtype: str):
     import torch
 
+    from audit.kit import seeded
     from audit.registry.model import Training
     from audit.runtime.target import TargetError, import_object
     from audit.scan.tracing import scan_batches, scan_model
@@ -73,7 +74,7 @@ def _run_model(spec: str, shapes, dtype: str):
         sys.path.insert(0, str(Path.cwd()))
     try:
         factory = import_object(spec)
-        built = factory()
+        built = seeded(factory, 0)  # as a kind model entry builds it: the same parameters, the same stubs
     except TargetError as exc:
         raise UsageError(f"MODEL {spec}: {exc}") from None
     if _is_triple(built):  # the kind model factory: several batches, through its own loss

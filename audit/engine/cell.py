@@ -13,14 +13,13 @@ from audit.engine.script import replay_script
 from audit.inputs.case import Case
 from audit.inputs.special import special_for
 from audit.inputs.strategies import for_check
-from audit.kit import backward_only
 from audit.registry.model import Entry, EntryKind
 from audit.results.outcome import CellKey, Failure, Outcome, Verdict
 from audit.runtime import health, triton
 from audit.runtime.isolation import isolated
 from audit.runtime.options import RunOptions, cell_seed
 from audit.runtime.subject import Subject
-from audit.runtime.target import Target
+from audit.runtime.target import Target, through_backward
 
 if TYPE_CHECKING:
     from audit.checks.interface import Check
@@ -112,14 +111,13 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
 
 def _blamed(entry: Entry) -> str:
     """Who a registry fault is about: the entry's proxy, what to do."""
-    return (f"the entry's proxy {entry.proxy}, not the target: fix the proxy, keep the draws away from its kinks "
-            "(`kinks`), or narrow `domain`")
+    return f"the entry's proxy {entry.proxy}, not the target"
 
 
 #: Why a check whose gradients .backward() cannot stand for says nothing of a target that refuses .grad().
-NOT_THROUGH_BACKWARD = ("the target refuses torch.autograd.grad ({said}), and this check takes its gradients where "
-                        "torch.autograd.backward cannot stand in (under a transform, or of the gradient itself): "
-                        "not judged")
+NOT_THROUGH_BACKWARD = ("the target refuses torch.autograd.grad ({said}), and this check takes a gradient the audit's "
+                        ".backward() adapter does not reach (of copies or modules it builds itself, under a "
+                        "transform, or of the gradient itself): not judged")
 
 
 def _through_backward(entry: Entry, target: Target, check: Check, key: CellKey, options: RunOptions, claimed: bool,
@@ -130,8 +128,7 @@ def _through_backward(entry: Entry, target: Target, check: Check, key: CellKey, 
     gradients where .backward() cannot stand in."""
     if entry.backward_only:
         return Outcome(key, Verdict.SKIPPED, NOT_THROUGH_BACKWARD.format(said=said))
-    adapted = backward_only(target.fn)  # type: ignore[no-untyped-call]  # the replay kit's, untyped
-    again = _run(replace(entry, backward_only=True), replace(target, fn=adapted), check, key,
+    again = _run(replace(entry, backward_only=True), replace(target, fn=through_backward(target.fn)), check, key,
                  options, claimed, on_example)
     note = f"detected: the target refused torch.autograd.grad ({said}); every gradient taken through .backward()"
     return replace(again, details={**again.details, "backward_only": note})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from audit.checks.interface import NotApplicable, Violation
-from audit.errors import first_line
+from audit.errors import first_line, refuses_grad
 from audit.frames import user_site
 
 if TYPE_CHECKING:
@@ -31,8 +31,21 @@ def _failure(check: Check, subject: Subject, case: Case) -> str:
         check.run(subject, case)
     except NotApplicable:
         return ""  # the check does not apply to this case: nothing fails
-    except Violation as exc:
-        return str(exc)
-    except Exception as exc:  # as the search counts it: the target raised on a case inside its domain
+    except Exception as exc:
+        if refuses_grad(exc) and not subject.entry.backward_only:  # as the cell did: again through .backward()
+            return _failure(check, _through_backward(subject), case)
+        if isinstance(exc, Violation):
+            return str(exc)
+        # as the search counts it: the target raised on a case inside its domain
         return f"raised {type(exc).__name__}: {first_line(exc)}{user_site(exc)}"
     return ""
+
+
+def _through_backward(subject: Subject) -> Subject:
+    """``subject`` with its gradients taken through torch.autograd.backward (``backward_only``), fresh state."""
+    from dataclasses import replace
+
+    from audit.runtime.target import through_backward
+
+    return replace(subject, entry=replace(subject.entry, backward_only=True),
+                   target=replace(subject.target, fn=through_backward(subject.target.fn)), state={}, metrics={})

@@ -50,11 +50,17 @@ def resolve(entry: Entry, base: Path) -> Target:
     reference = import_object(entry.reference) if entry.reference else None
     proxy = import_object(entry.proxy) if entry.proxy else None
     if entry.backward_only:
-        from audit.kit import backward_only  # the replay kit's, as the script wraps it too
-
-        fn = backward_only(fn)
+        fn = through_backward(fn)
     return Target(fn=fn, reference=reference, digest=_digest(entry, obj, loaded.files), obj=obj, unbuilt=unbuilt,
                   proxy=proxy)
+
+
+def through_backward(fn: Callable) -> Callable:
+    """``fn`` with every gradient of it taken through torch.autograd.backward: the replay kit's
+    :func:`audit.kit.backward_only`, as a replay script wraps its target too."""
+    from audit.kit import backward_only
+
+    return backward_only(fn)
 
 
 def import_object(spec: str):

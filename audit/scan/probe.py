@@ -36,13 +36,17 @@ def notes(finding: Finding, fn) -> list[str]:
 
 
 def _dtype_note(fn, args, floating) -> list[str]:
-    with torch.no_grad():
-        outputs = _tensors(fn(*args))
-    given = args[floating[0]].dtype
-    other = next((o.dtype for o in outputs if o.is_floating_point() and o.dtype != given), None)
-    if other is None:
-        return []
-    return [OTHER_DTYPE.format(got=_name(other), given=_name(given))]
+    """A note where the forward, given the inputs seen (and the same values in float64, which a stub claims), returns
+    a floating output of another dtype."""
+    seen = args[floating[0]].dtype
+    for given in dict.fromkeys((seen, torch.float64)):
+        moved = [a.to(given) if i in floating else a for i, a in enumerate(args)]
+        with torch.no_grad():
+            outputs = _tensors(fn(*moved))
+        other = next((o.dtype for o in outputs if o.is_floating_point() and o.dtype != given), None)
+        if other is not None:
+            return [OTHER_DTYPE.format(got=_name(other), given=_name(given))]
+    return []
 
 
 def _intended_note(fn, args, floating) -> list[str]:

@@ -11,7 +11,7 @@ from audit.checks import builtin
 from audit.engine.plan import claimed, plan
 from audit.results.outcome import ERRORED, HELD, SKIPPED, VIOLATED
 from tests.helpers import entry, observe
-from tests.replay.intended import REVERSIBLE, ROWS, SPIKE, STE
+from tests.replay.intended import LAYER, REVERSIBLE, ROWS, SPIKE, STE
 
 F = "tests.fixtures.intended"
 
@@ -106,6 +106,26 @@ def test_a_function_that_only_backward_runs_audits_without_a_false_alarm(tmp_pat
     assert found.verdict == HELD, found.message
     if not declared and check != "partial_grad":  # partial_grad takes its gradients through .backward() already
         assert "detected" in found.details["backward_only"], found.details
+
+
+def test_a_function_that_allows_one_backward_per_forward_audits_through_backward(tmp_path):
+    found = observe(_spec(tmp_path, f"{F}:OneBackward", REVERSIBLE), "gradcheck")
+    assert found.verdict == HELD, found.message
+
+
+@pytest.mark.parametrize("declared", [False, True], ids=["detected", "declared"])
+def test_a_backward_only_module_is_held_to_its_parameter_gradients(tmp_path, declared):
+    spec = {**LAYER, "backward_only": declared}
+    assert observe(_spec(tmp_path, f"{F}:reversible_layer", spec), "gradcheck").verdict == HELD
+    found = observe(_spec(tmp_path, f"{F}:reversible_layer_wrong", spec), "gradcheck")
+    assert found.verdict == VIOLATED and "gradient of parameter 'w'" in found.message, found.message
+
+
+def test_a_check_that_builds_its_own_modules_skips_a_backward_only_module_saying_why(tmp_path):
+    found = observe(_spec(tmp_path, f"{F}:reversible_layer", LAYER), "state_dict")
+    assert found.verdict in (SKIPPED, HELD), found.message
+    if found.verdict == SKIPPED:
+        assert "refuses torch.autograd.grad" in found.message, found.message
 
 
 def test_reentrant_checkpointing_audits_through_backward(tmp_path):

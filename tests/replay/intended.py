@@ -20,6 +20,8 @@ REVERSAL = {"inputs": [{"shape": ["N"], "domain": [-2, 2]}], "dims": {"N": [1, 8
 REVERSIBLE = {"inputs": [{"shape": ["N"], "domain": [-2, 2]}, {"shape": ["N"], "domain": [-1, 1]}],
               "dims": {"N": [1, 8]}, "reference": f"{F}:reversible_scale_reference"}
 
+LAYER = {"kind": "module", "inputs": [{"shape": [2], "domain": [-2, 2]}], "backward_only": True}
+
 ROWS = [
     Planted(f"{F}:ArctanSpikeSlope", "gradcheck", SPIKE, f"{F}:ArctanSpike", "declared proxy"),
     Planted(f"{F}:ArctanSpikeSlope", "dtype", {**SPIKE, "supports": {"dtypes": ["bfloat16"]}}, f"{F}:ArctanSpike",
@@ -40,6 +42,7 @@ ROWS = [
     Planted(f"{F}:ArctanSpikeDetached", "gradgradcheck", {**SPIKE, "supports": {"double_backward": True}},
             f"{F}:ArctanSpike", "second derivative"),
     Planted(f"{F}:ReversibleScaleWrong", "gradcheck", REVERSIBLE, f"{F}:ReversibleScale", "Jacobian mismatch"),
+    Planted(f"{F}:reversible_layer_wrong", "gradcheck", LAYER, f"{F}:reversible_layer", "parameter 'w'"),
 ]
 
 #: Why the intake test's network has no rows: the scan finds its Functions, and the test asserts their verdicts.
@@ -58,6 +61,9 @@ NOT_REPLAYED = {
     f"{F}:block_reference": "a reference, not a target",
     f"{F}:checkpointed": "correct reentrant checkpointing, audited through .backward() (test_intended.py); no bug",
     f"{F}:SpikingLayer": "the module behind the factory spiking_layer",
+    f"{F}:OneBackward": "correct, one backward per forward: audited without a false alarm (test_intended.py); no bug",
+    f"{F}:ReversibleLayer": "the module behind the factory reversible_layer",
+    f"{F}:ReversibleLayerWrong": "the module behind the factory reversible_layer_wrong",
     f"{F}:SpikingLayerEvalStep": "the module behind the factory spiking_layer_eval_step",
     **{f"tests.fixtures.snn_intake:{name}": INTAKE for name in ("Softsign", "Rate", "SpikingNet", "make_batch", "loss",
                                                                "build")},

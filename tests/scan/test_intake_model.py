@@ -120,3 +120,24 @@ def test_from_an_empty_registry_to_verdicts_that_say_what_is_wrong(tmp_path, mon
             entry["inputs"][0]["kinks"] = [0]
     registry.write_text(yaml.safe_dump(data, sort_keys=False))
     assert verdicts()[("arctan_spike", "gradcheck", "float64")]["status"] == "pass"
+
+
+def test_a_forward_that_returns_float32_for_the_float64_a_stub_claims_gets_a_note():
+    import torch
+
+    from audit.scan import probe
+    from audit.scan.findings import Finding
+
+    class Spike(torch.autograd.Function):  # snntorch 1.0's surrogates: (input_ > 0).float() whatever the input
+        @staticmethod
+        def forward(ctx, x):
+            return (x > 0).float()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    seen_in_float32 = Finding("function", "m:Spike", sample=(torch.tensor([-0.5, 0.5]),))
+    notes = probe.notes(seen_in_float32, Spike.apply)
+    assert any("float32 for float64 inputs" in note for note in notes), notes
+    assert any("backward looks intended" in note for note in notes), notes
