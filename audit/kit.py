@@ -1480,11 +1480,12 @@ def bypass_hint(label: str, proxy_name: str, transform: str) -> str:
 # -- a backward that only .backward() runs --------------------------------------------------------------------------
 
 class _ThroughBackward(torch.autograd.Function):
-    """The target's values in forward; each backward runs the target again on new leaves, from the random state
-    forward started with, and its own backward with torch.autograd.backward (no ``inputs``: what reentrant
-    checkpointing and reversible layers accept), in a thread of its own, returning the leaves' ``.grad``. Running
-    the forward again for every backward serves the libraries that allow one backward per forward (memcnn's
-    ``num_bwd_passes=1``) as well as gradcheck's many."""
+    """The target on new leaves inside its forward; its backward runs the target's with torch.autograd.backward (no
+    ``inputs``: what reentrant checkpointing and reversible layers accept), in a thread of its own, and returns the
+    leaves' ``.grad``. The first backward goes through the graph forward built, as training's does (what the target
+    saved, and anything done to it since, counts); each further one (gradcheck takes one per row) runs the target
+    again on new leaves, from the random state forward started with, for the libraries that allow one backward per
+    forward (memcnn's ``num_bwd_passes=1``)."""
 
     @staticmethod
     def forward(ctx, call, *tensors):
@@ -1492,23 +1493,29 @@ class _ThroughBackward(torch.autograd.Function):
         ctx.rng = torch.get_rng_state()
         ctx.save_for_backward(*tensors)
         with torch.enable_grad():
-            result = call([t.detach().requires_grad_(need) for t, need in zip(tensors, ctx.needs)])
-        outputs = [o for o in outputs_of(result) if isinstance(o, torch.Tensor)]
-        ctx.mark_non_differentiable(*[o for o in outputs if not floating(o)])
-        kept = tuple(o.detach() for o in outputs)
+            ctx.leaves = [t.detach().requires_grad_(need) for t, need in zip(tensors, ctx.needs)]
+            result = call(ctx.leaves)
+        ctx.outputs = [o for o in outputs_of(result) if isinstance(o, torch.Tensor)]
+        ctx.mark_non_differentiable(*[o for o in ctx.outputs if not floating(o)])
+        kept = tuple(o.detach() for o in ctx.outputs)
         return kept[0] if isinstance(result, torch.Tensor) else kept
 
     @staticmethod
     def backward(ctx, *cotangents):
-        leaves = [t.detach().requires_grad_(need) for t, need in zip(ctx.saved_tensors, ctx.needs)]
+        first = ctx.outputs is not None
+        leaves = ctx.leaves if first else [t.detach().requires_grad_(need)
+                                           for t, need in zip(ctx.saved_tensors, ctx.needs)]
+        outputs, ctx.outputs = ctx.outputs, None
         raised = []
 
         def run():
             try:
-                with torch.random.fork_rng(devices=[]):
-                    torch.set_rng_state(ctx.rng)
-                    outputs = [o for o in outputs_of(ctx.call(leaves)) if isinstance(o, torch.Tensor)]
-                live = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad and c is not None]
+                found = outputs
+                if found is None:
+                    with torch.random.fork_rng(devices=[]):
+                        torch.set_rng_state(ctx.rng)
+                        found = [o for o in outputs_of(ctx.call(leaves)) if isinstance(o, torch.Tensor)]
+                live = [(o, c) for o, c in zip(found, cotangents) if o.requires_grad and c is not None]
                 if live:
                     torch.autograd.backward([o for o, _ in live], [c for _, c in live])
             except Exception as exc:
