@@ -398,6 +398,13 @@ def judged_by_differences(check: str, fn, inputs, options: dict) -> list:
 
 
 def _locate(fn, inputs, eps, atol, rtol) -> str | None:
+    found = _worst(fn, inputs, eps, atol, rtol)
+    return _said(found, atol, rtol) if found else None
+
+
+def _worst(fn, inputs, eps, atol, rtol):
+    """The element of the analytic Jacobian furthest past its allowance from the numeric one: (output, input, flat
+    index in their block, analytic value, numeric value, output index, input index), or None where none is past."""
     analytic = _analytic(fn, inputs)
     numeric = _numeric(fn, inputs, eps)
     worst = None
@@ -411,14 +418,56 @@ def _locate(fn, inputs, eps, atol, rtol) -> str | None:
         return None
     _, o, i, flat, a, n = worst
     row, col = divmod(flat, a.shape[1])
-    out_index = list(_unravel(row, _output_shapes(fn, inputs)[o]))
-    in_index = list(_unravel(col, inputs[i].shape))
+    return (o, i, flat, a, n, list(_unravel(row, _output_shapes(fn, inputs)[o])), list(_unravel(col, inputs[i].shape)))
+
+
+def _said(found, atol, rtol, output: str = "output {o}", wrt: str = "input {i}") -> str:
+    """:func:`_worst`'s element in words: where, both values, the allowance."""
+    o, i, flat, a, n, out_index, in_index = found
     got, want = a.reshape(-1)[flat].item(), n.reshape(-1)[flat].item()
-    where = f"Jacobian mismatch for output {o} with respect to input {i}:"
+    where = f"Jacobian mismatch for {output.format(o=o)} with respect to {wrt.format(i=i)}:"
     if not math.isfinite(got) or not math.isfinite(want):
         return f"{where} {_non_finite(got, want, f'd out{out_index} / d in[{i}]{in_index}', a, n)}"
     return (f"{where} max |analytic - numeric| = {abs(got - want):.3g} at d out{out_index} / d in{in_index} "
             f"(analytic {got:.6g}, numeric {want:.6g}) > atol {atol:g} + rtol {rtol:g}·|numeric|")
+
+
+def explain_gradgradcheck_failure(fn, inputs, exc: Exception, options: dict, seed: int = 0) -> str:
+    """torch's gradgradcheck failure located as :func:`explain_gradcheck_failure` locates gradcheck's: the
+    gradient of <fn(inputs), v> (v drawn from ``seed``) as a function of the inputs and v, its largest analytic-vs-
+    numeric difference, both values, the allowance, and whether the numeric value stays when the step is quartered
+    (it does: the second derivative is wrong; it moves: finite differences cannot resolve it at this tolerance)."""
+    said = torch_sentence(exc)
+    xs = [x.detach().requires_grad_() for x in inputs]
+    try:
+        cotangents = [c.requires_grad_() for c in grad_outputs(_outputs_live(fn, xs), seed)]
+        count = len(xs)
+
+        def first(*zs):  # differentiable in the inputs and the cotangents; also called on plain values, shifted
+            with torch.enable_grad():
+                leaves = [z if z.requires_grad else z.detach().requires_grad_() for z in zs[:count]]
+                outs = _outputs_live(fn, leaves)
+                grads = torch.autograd.grad(outs, leaves, list(zs[count:]), create_graph=True, allow_unused=True)
+            return tuple(filled(grads, leaves))
+
+        at = xs + cotangents
+        eps, atol, rtol = options["eps"], options["atol"], options["rtol"]
+        found = _worst(first, at, eps, atol, rtol)
+        if found is None:
+            return f"torch.autograd.gradgradcheck: {said} (not located with the audit's own cotangents)"
+        o, i, flat = found[:3]
+        finer = _numeric(first, at, eps / 4)[(o, i)].reshape(-1)[flat].item()
+    except Exception:  # the diagnosis is a courtesy; torch's message still stands
+        return f"torch.autograd.gradgradcheck: {said}"
+    analytic, numeric = found[3].reshape(-1)[flat].item(), found[4].reshape(-1)[flat].item()
+    wrt = "input {i}" if i < count else f"grad_output {i - count}"
+    located = _said(found, atol, rtol, "the gradient of input {o}", wrt)
+    if abs(finer - numeric) <= 0.1 * abs(analytic - numeric):
+        steady = f"; numeric {finer:.6g} at a quarter of the step: stable, the second derivative is wrong there"
+    else:
+        steady = (f"; numeric {finer:.6g} at a quarter of the step: it moves with the step, so finite differences "
+                  "cannot resolve it at this tolerance (a tolerance question, not a wrong second derivative)")
+    return f"second derivative: {located}{steady}; torch.autograd.gradgradcheck: {said}"
 
 
 def _excess(a, n, atol: float, rtol: float):

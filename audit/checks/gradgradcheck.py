@@ -7,8 +7,8 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import (NO_GRADIENT_OUTPUT, GradcheckError, ProxyError, differentiable, first_line, grad_inputs,
-                       grad_outputs, mismatch, outputs_of, second_order, torch_sentence, wrapped)
+from audit.kit import (NO_GRADIENT_OUTPUT, GradcheckError, ProxyError, differentiable, explain_gradgradcheck_failure,
+                       first_line, grad_inputs, grad_outputs, mismatch, outputs_of, second_order, wrapped)
 from audit.toolkit.jacobian import (differences_meaningful, gradcheck_options, gradcheck_values,
                                     gradients_through_grad, wrap)
 
@@ -20,7 +20,8 @@ def gradgradcheck(fn, ref, args, *, seed, options, tol=None, proxy=None, proxy_n
     if proxy is not None:
         return (differentiable_backward(fn, ref, args, seed=seed)
                 or second_against_proxy(fn, ref, args, proxy=proxy, seed=seed, tol=tol, proxy_name=proxy_name))
-    return differentiable_backward(fn, ref, args, seed=seed) or second_differences(fn, ref, args, options=options)
+    return (differentiable_backward(fn, ref, args, seed=seed)
+            or second_differences(fn, ref, args, options=options, seed=seed))
 
 
 def second_against_proxy(fn, ref, args, *, proxy, seed, tol, proxy_name="") -> list:
@@ -88,12 +89,15 @@ def _reaches(node, name: str) -> bool:
     return False
 
 
-def second_differences(fn, ref, args, *, options) -> list:
-    """torch's gradgradcheck of the target with ``options``."""
+def second_differences(fn, ref, args, *, options, seed=0) -> list:
+    """torch's gradgradcheck of the target with ``options``; a failure located and sized
+    (:func:`audit.kit.explain_gradgradcheck_failure`: where, both values, the allowance, and whether the difference
+    stays when the step shrinks)."""
+    of_inputs, inputs = wrapped(fn, args), grad_inputs(args)
     try:
-        torch.autograd.gradgradcheck(wrapped(fn, args), grad_inputs(args), **options)
+        torch.autograd.gradgradcheck(of_inputs, inputs, **options)
     except GradcheckError as exc:
-        return [f"torch.autograd.gradgradcheck: {torch_sentence(exc)}"]
+        return [explain_gradgradcheck_failure(of_inputs, inputs, exc, options, seed)]
     return []
 
 

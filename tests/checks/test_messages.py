@@ -17,3 +17,44 @@ def test_a_nan_analytic_gradient_is_named_with_its_place_and_the_numeric_value(t
     said = re.search(r"analytic NaN at d out\[(\d)\] / d in\[2\]\[1\]; numeric (\S+) ", found.message)
     assert said, found.message
     assert abs(float(said.group(2))) <= 1.0 and "not finite" in found.message
+
+
+def test_a_gradgradcheck_failure_says_where_by_how_much_and_whether_it_is_stable(tmp_path):
+    spec = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 3]}, "supports": {"double_backward": True}}
+    found = observe(entry(tmp_path, target="tests.fixtures.smoothness:WrongSecondDerivative", **spec), "gradgradcheck",
+                    examples=3)
+    assert found.verdict == VIOLATED
+    said = re.search(r"the gradient of input 0 with respect to input 0: max \|analytic - numeric\| = \S+ at .*"
+                     r"\(analytic (\S+), numeric (\S+)\) > atol", found.message)
+    assert said and said.group(1) != said.group(2), found.message
+    assert "at a quarter of the step: stable, the second derivative is wrong there" in found.message, found.message
+
+
+def test_a_second_derivative_that_finite_differences_cannot_resolve_says_so():
+    import torch
+
+    from audit.kit import GradcheckError, explain_gradgradcheck_failure
+
+    def noisy_backward_square(x):  # an adjoint accurate to ~1e-6 by design: its derivative is noise at eps 1e-6
+        class Square(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, y):
+                ctx.save_for_backward(y)
+                return y * y
+
+            @staticmethod
+            def backward(ctx, grad):
+                (y,) = ctx.saved_tensors
+                return grad * (2 * y + 1e-6 * torch.sin(1e7 * y))
+
+        return Square.apply(x)
+
+    x = torch.tensor([0.3, -0.7], dtype=torch.float64, requires_grad=True)
+    options = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}
+    try:
+        torch.autograd.gradgradcheck(noisy_backward_square, (x,), **options)
+    except GradcheckError as exc:
+        said = explain_gradgradcheck_failure(noisy_backward_square, [x], exc, options)
+    else:
+        raise AssertionError("gradgradcheck held")
+    assert "moves with the step" in said and "tolerance question" in said, said
