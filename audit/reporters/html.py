@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 from html import escape
 from importlib import resources
 
+from audit.contract import Status
 from audit.reporters.common import (columns, further_failures, group, headline, owner_groups, problems, row_label, rows,
                                     short, worst)
 from audit.reporters.statuses import FILTERS, PRESENTATION, symbol
@@ -40,9 +42,18 @@ def render(matrix: Matrix, *, by_owner: bool = False) -> str:
 
 
 def _counts(matrix: Matrix) -> str:
-    parts = [f'<span class="chip s-{escape(s)}">{symbol(s)} {n} {escape(s)}</span>'
-             for s, n in (matrix.summary or {}).items() if n]
-    return " ".join(parts) or "no cells"
+    """The banner's chips, claimed cells apart from unclaimed probes as the headline counts them (one chip row
+    each): a chip never adds an unclaimed error to the claimed ones that gate."""
+    cells = matrix.cells()
+    rows = []
+    for label, chosen in (("claimed", [c for c in cells if c.claimed]),
+                          ("unclaimed probes (do not gate)", [c for c in cells if not c.claimed])):
+        found = Counter(c.status for c in chosen)
+        chips = " ".join(f'<span class="chip s-{escape(s.value)}">{symbol(s.value)} {found[s]} {escape(s.value)}</span>'
+                         for s in Status if found[s])
+        if chips:
+            rows.append(f'<span class="chips">{escape(label)}: {chips}</span>')
+    return "<br>".join(rows) or "no cells"
 
 
 def _failures(matrix: Matrix) -> str:

@@ -218,3 +218,25 @@ def test_an_unclaimed_error_is_a_warning_not_an_error_annotation():
     assert lines[0].startswith("::error ") and lines[1].startswith("::warning file=registry.yaml,line=31,")
     levels = [r["level"] for r in json.loads(sarif.render(typed(data)))["runs"][0]["results"]]
     assert levels == ["error", "warning"]
+
+
+def test_the_html_banner_chips_count_what_the_headline_counts():
+    """The chips under the headline count claimed cells apart from unclaimed probes, as the headline does: an
+    unclaimed error never shows in the chip of the errors that gate."""
+    import dataclasses
+    import re
+
+    from audit.contract import Status
+    from audit.reporters.common import headline
+
+    full = typed(matrix())
+    probes = [dataclasses.replace(c, status=Status.ERROR) for e in full.entries for c in e.cells if not c.claimed]
+    mixed = dataclasses.replace(full, entries=[dataclasses.replace(full.entries[0], cells=[
+        c for c in full.entries[0].cells if c.claimed] + [dataclasses.replace(c, status=Status.ERROR) for c in probes])])
+    banner = html.render(mixed).split("</header>")[0]
+    rows = dict(re.findall(r'<span class="chips">([^:]+): (.*?)</span>(?:<br>|</p>)', banner))
+    said = headline(mixed)
+    for label, part in (("claimed", said.split("(claimed)")[0].split(": ", 2)[2]),
+                        ("unclaimed probes (do not gate)", said.split("; ")[1].split(" in unclaimed")[0])):
+        chips = re.findall(r"(\d+) (\w+)</span>", rows[label])
+        assert ", ".join(f"{n} {s}" for n, s in chips) == part.strip(), (label, rows[label], said)
