@@ -28,7 +28,7 @@ NO_FINITE_DIFFERENCES = ("finite differences in {dtype} are rounding noise (a st
 
 
 def gradcheck(fn, ref, args, *, seed, tol, options, dtype, own_error=False, parameter_options=None, ratios=None,
-              observe=None, proxy=None, proxy_name="", modes=None, backward_only=False) -> list:
+              observe=None, proxy=None, proxy_name="", modes=None, via_backward=False) -> list:
     """torch's gradcheck of the target with the audit's ``options`` for the cell (slow mode on small inputs), a
     sparse input's gradient first held to its layout and pattern; for a module, with respect to its parameters
     too (``parameter_options``); then, with a reference, the gradient against the reference's within ``tol``
@@ -44,7 +44,7 @@ def gradcheck(fn, ref, args, *, seed, tol, options, dtype, own_error=False, para
     half = dtype in (torch.float16, torch.bfloat16)
     return (inputs_requiring_grad(fn, ref, args) or sparse_gradients(fn, ref, args, seed=seed, options=options)
             or ([] if half else finite_differences(fn, ref, args, options=options))
-            or ([] if half else parameter_backward(fn, ref, args, seed=seed) if backward_only else
+            or ([] if half else parameter_backward(fn, ref, args, seed=seed) if via_backward else
                 parameter_differences(fn, ref, args, seed=seed, parameter_options=parameter_options))
             or (against_own_error(fn, ref, args, seed=seed, dtype=dtype, ratios=ratios) if own_error else
                 against_reference(fn, ref, args, seed=seed, tol=tol, observe=observe)))
@@ -104,7 +104,7 @@ def parameter_differences(fn, ref, args, *, seed, parameter_options=None) -> lis
 
 
 def parameter_backward(fn, ref, args, *, seed) -> list:
-    """For a module target whose gradients only .backward() takes (``backward_only``): each parameter's ``.grad``
+    """For a module target whose gradients only .backward() takes (``via_backward``): each parameter's ``.grad``
     after backward of <outputs, cotangents drawn from ``seed``>, as training reads it, against central differences
     of <outputs, cotangents> in that parameter (its first DIFFERENCE_COLUMNS elements), within float64's difference
     tolerance; the message names the parameter."""

@@ -37,7 +37,7 @@ def values(check, subject, case: Case) -> dict:
     :func:`audit.contract.judged_by_own_error`, unless the entry gives a ``tolerance`` for the dtype) and
     ``wider_dtype`` (the most precise claimed dtype above the cell's, a torch dtype, or None: the only wider dtype a
     property may run the target in), ``proxy_name`` (the entry's ``proxy``, "" without one) and ``modes`` (a module
-    entry's ``proxy_modes``: the modes its proxy is checked in, else None), ``backward_only`` (whether its gradients
+    entry's ``proxy_modes``: the modes its proxy is checked in, else None), ``via_backward`` (whether its gradients
     are taken through .backward(): the target refuses torch.autograd.grad)."""
     tight = subject.tolerance(tight=True)
     entry = subject.entry
@@ -49,7 +49,7 @@ def values(check, subject, case: Case) -> dict:
              "plan": dataclasses.asdict(entry.training),
              "own_error": judged_by_own_error(entry.supports.dtypes, subject.dtype) and not _tolerance_given(subject),
              "wider_dtype": _torch_dtype(wider_claimed(entry.supports.dtypes, subject.dtype)),
-             "proxy_name": entry.proxy or "", "backward_only": entry.backward_only,
+             "proxy_name": entry.proxy or "", "via_backward": entry.backward_only,
              "modes": list(entry.proxy_modes) if entry.proxy and entry.kind == EntryKind.MODULE else None}
     return {**found, **(check.script_values(subject, case) if check.script_values else {})}
 
