@@ -214,7 +214,7 @@ _DECLARATIONS = (
         claimed=lambda entry: bool(entry.supports.compile),  # true or "fullgraph"
         claim="supports.compile",
         kinds=OPERATOR_KINDS + ("model",),
-        version=2,
+        version=3,
     ),
     Check(
         name="autocast",
