@@ -112,6 +112,9 @@ def test_github_files_have_the_keys_github_requires():
     gate = json.dumps(workflow["jobs"]["gate"])
     assert "audit merge" in gate and "baseline.json" in gate
     assert "self-hosted" in workflow["jobs"]["gpu"]["runs-on"] and workflow["jobs"]["gpu"]["if"]
+    second = workflow["jobs"]["tests-second-stack"]["steps"]
+    assert {"python-version": "3.12"} in [step.get("with") for step in second]
+    assert "bash .ci/second-stack" in [step.get("run") for step in second]
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     assert action["name"] and action["description"] and action["runs"]["using"] == "composite"
     assert {"registry", "profile", "args"} <= set(action["inputs"])
