@@ -1150,15 +1150,31 @@ def dynamo_refusal(exc) -> str:
 
 
 def dynamo_explained(exc) -> str:
-    """A Dynamo message's first line, its explanation and the user's line it points at."""
+    """A Dynamo message's first line, its explanation and the user's line it points at: from the explanation where
+    it names one, else from the graph-break record (:func:`dynamo_user_site`)."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     if not lines:
         return "(no message)"
     parts = [lines[0].rstrip(".")[:200]]
     parts += [line[:200] for line in lines[1:] if line.startswith(("Explanation:", "Developer debug context:"))
               and line.split(":", 1)[1].strip()][:1]
-    where = next((line.lstrip("# ") for line in lines if line.startswith("# File")), "")
+    where = next((line.lstrip("# ") for line in lines if line.startswith("# File")), "") or dynamo_user_site(exc)
     return "; ".join(parts) + (f" ({where})" if where else "")
+
+
+def dynamo_user_site(exc) -> str:
+    """The innermost frame outside torch where Dynamo stopped, written as Dynamo's explanation writes it (File
+    "...", line N, in name, code: ...), from the exception's record of the user's stack (torch 2.11's message no
+    longer names the line in its explanation); "" when it has none."""
+    import os
+
+    inside = os.path.dirname(torch.__file__) + os.sep
+    frames = [getattr(exc, "innermost_user_frame_summary", None), *reversed(getattr(exc, "real_stack", None) or ())]
+    frame = next((f for f in frames if f is not None and not f.filename.startswith(inside)), None)
+    if frame is None:
+        return ""
+    code = (frame.line or "").strip()
+    return f'File "{frame.filename}", line {frame.lineno}, in {frame.name}' + (f", code: {code}" if code else "")
 
 
 # -- modules and models: built from a seed, trained a step -------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import yaml
@@ -40,3 +41,13 @@ def matrix_without_timings(text: str) -> dict:
     from audit.results.matrix import comparable
 
     return comparable(json.loads(text))
+
+
+def plugin_args() -> tuple[str, ...]:
+    """What loads the audit's pytest plugin in a pytest subprocess: nothing where its entry point does (the package
+    installed, plugin autoload on), else ``-p audit.pytest_plugin``: from a bare checkout on PYTHONPATH (the GPU
+    runner's way) or with PYTEST_DISABLE_PLUGIN_AUTOLOAD, pytest would stop at --audit-registry with exit 4."""
+    from importlib.metadata import entry_points
+
+    installed = any(found.value == "audit.pytest_plugin" for found in entry_points(group="pytest11"))
+    return () if installed and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else ("-p", "audit.pytest_plugin")

@@ -90,3 +90,15 @@ def test_a_claimed_error_still_gates():
     from audit.results.matrix import gating
 
     assert gating([_judge(ERRORED, True)], strict=False)
+
+
+@pytest.mark.parametrize("claimed, waivers, status", [(True, (), Status.PASS), (False, (), Status.XPASS),
+                                                      (True, (Expectation("compile", "fail", "r"),), Status.XPASS)])
+def test_a_cell_that_held_on_part_of_its_check_says_which_part_it_judged(claimed, waivers, status):
+    """The engine's message on a held outcome says what was judged where a part could not run: the cell keeps it."""
+    said = "judged the non-strict export only; the strict (Dynamo) export did not run: not traced (torch 2.11.0)"
+    outcome = Outcome(KEY, HELD, said, examples=7)
+    cell = judge(_entry(*waivers), outcome, claimed=claimed, claim="supports.compile", today="2026-11-29", repro="r")
+    assert cell.status == status and cell.message.endswith(said), cell.message
+    whole = judge(_entry(), Outcome(KEY, HELD, examples=7), claimed=True, claim="", today="2026-11-29", repro="r")
+    assert whole.status == Status.PASS and whole.message == ""  # all of it ran: nothing to say

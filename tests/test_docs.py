@@ -47,3 +47,21 @@ def test_the_readme_is_short_and_keeps_the_two_commands():
     assert SETUP in readme and TESTS in readme
     assert "pytest -q -m slow" in readme and ".ci/run" in readme
     assert "audit/runtime/health.py" in readme
+
+
+def test_the_readme_names_the_stacks_ci_tests():
+    """The versions the README's Install section says are tested are the ones CI installs: the first stack's torch
+    in .ci/run and Python in the workflow's tests job, the second stack's both in .ci/second-stack."""
+    import re
+
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "audit.yml").read_text())
+    python = next(step["with"]["python-version"] for step in workflow["jobs"]["tests"]["steps"] if "with" in step)
+    torch = re.search(r"torch==([\d.]+) -e '\.\[test,docs\]'", (ROOT / ".ci" / "run").read_text())
+    second = (ROOT / ".ci" / "second-stack").read_text()
+    second_torch, second_python = re.search(r"^TORCH=([\d.]+)$", second, re.M), re.search(r"python(3\.\d+)", second)
+    assert torch and second_torch and second_python
+    stacks = (f"Tested in CI: Python {python} with torch {torch.group(1)}, and Python {second_python.group(1)} with "
+              f"torch {second_torch.group(1)}")
+    assert stacks in " ".join((ROOT / "README.md").read_text().split())

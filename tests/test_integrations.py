@@ -13,18 +13,21 @@ from audit.api import AuditAssertionError, audit
 from audit.cli import cli
 from tests.conftest import ROOT
 from tests.fixtures.broken import Cube, WrongSign, cube_reference
+from tests.helpers import plugin_args
 
 B = "tests.fixtures.broken"
 VECTOR = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 4]}}
 REGISTRY = {"version": 1, "defaults": {"owner": "@ml-kernels", "supports": {"dtypes": ["float64"], "devices": ["cpu"]}},
             "entries": [{"name": "cube", "target": f"{B}:Cube", **VECTOR},
                         {"name": "broken", "target": f"{B}:WrongSign", **VECTOR}]}
+#: A pytest subprocess's arguments that audit ./registry.yaml, the plugin loaded however audit is installed.
+AUDITED = (*plugin_args(), "--audit-registry", "registry.yaml", "-p", "no:cacheprovider")
 
 
 @pytest.mark.slow
 def test_pytest_plugin_turns_entries_into_items_and_fails_on_the_planted_bug(pytester):
     pytester.makefile(".yaml", registry=yaml.safe_dump(REGISTRY, sort_keys=False))
-    result = pytester.runpytest_subprocess("--audit-registry", "registry.yaml", "-p", "no:cacheprovider",
+    result = pytester.runpytest_subprocess(*AUDITED,
                                            "--audit-examples", "5", "-k", "gradcheck and not gradgradcheck")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["collected * items / * deselected / 2 selected"])
@@ -39,7 +42,7 @@ def test_pytest_plugin_reports_an_unclaimed_check_that_does_not_hold_as_xfail(py
     """cube does not claim double_backward, and its backward is not differentiable: not a PASSED."""
     unclaimed = {**REGISTRY, "entries": [{"name": "once", "target": f"{B}:OnceDifferentiable", **VECTOR}]}
     pytester.makefile(".yaml", registry=yaml.safe_dump(unclaimed, sort_keys=False))
-    result = pytester.runpytest_subprocess("--audit-registry", "registry.yaml", "-p", "no:cacheprovider", "-rx",
+    result = pytester.runpytest_subprocess(*AUDITED, "-rx",
                                            "--audit-examples", "5", "-k", "gradgradcheck")
     result.assert_outcomes(xfailed=1)
     result.stdout.fnmatch_lines(["*once::gradgradcheck*unsupported*once_differentiable*"])
@@ -53,7 +56,7 @@ def test_pytest_plugin_does_nothing_without_its_option(pytester):
 
 def test_pytest_plugin_reports_a_broken_registry_as_a_collection_error(pytester):
     pytester.makefile(".yaml", registry="version: 1\nentries: [{name: x}]\n")
-    result = pytester.runpytest_subprocess("--audit-registry", "registry.yaml", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*AUDITED)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*registry.yaml:2:11: entries?0?: missing required key 'inputs'*",
                                  "*registry.yaml:2:11: entries?0?: missing required key 'owner'*",
@@ -109,6 +112,9 @@ def test_github_files_have_the_keys_github_requires():
     gate = json.dumps(workflow["jobs"]["gate"])
     assert "audit merge" in gate and "baseline.json" in gate
     assert "self-hosted" in workflow["jobs"]["gpu"]["runs-on"] and workflow["jobs"]["gpu"]["if"]
+    second = workflow["jobs"]["tests-second-stack"]["steps"]
+    assert {"python-version": "3.12"} in [step.get("with") for step in second]
+    assert "bash .ci/second-stack" in [step.get("run") for step in second]
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     assert action["name"] and action["description"] and action["runs"]["using"] == "composite"
     assert {"registry", "profile", "args"} <= set(action["inputs"])

@@ -84,3 +84,19 @@ def _parses(text: str) -> bool:
     except SyntaxError:
         return False
     return True
+
+
+def test_a_dynamo_message_that_lost_the_users_line_gets_it_from_the_graph_break_record():
+    """torch 2.11's Dynamo names the user's line only in its stack record, not in the explanation the kit reads
+    on 2.13: the site is the innermost frame outside torch either way."""
+    import traceback
+
+    import torch
+
+    exc = RuntimeError("Data-dependent branching\n  Explanation: Detected data-dependent branching.")
+    exc.real_stack = traceback.StackSummary.from_list([  # type: ignore[attr-defined]
+        ("/src/mine.py", 76, "forward", "if x.sum() > 0:"),
+        (str(Path(torch.__file__).parent / "_functorch" / "autograd_function.py"), 880, "inner", "outs = f()")])
+    assert kit.dynamo_explained(exc) == ("Data-dependent branching; Explanation: Detected data-dependent branching. "
+                                         '(File "/src/mine.py", line 76, in forward, code: if x.sum() > 0:)')
+    assert kit.dynamo_user_site(RuntimeError("no record")) == ""

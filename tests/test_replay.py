@@ -24,6 +24,7 @@ from audit.runtime.subject import Subject
 from audit.runtime.target import resolve
 from tests.helpers import ROOT, entry, observe
 from tests.replay import Planted, not_replayed, rows
+from tests.versions import reachable
 
 pytestmark = pytest.mark.slow  # one observation per planted bug, then ~170 scripts in a fresh interpreter
 
@@ -101,7 +102,7 @@ def run_scripts(folder: Path, scripts: dict) -> dict:
     return {paths[r["path"]]: r for r in results}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+@pytest.mark.parametrize("row", [pytest.param(r, marks=reachable(r.bug, r.check), id=r.id) for r in ROWS])
 def test_every_failure_replays_and_the_twin_passes(replayed, row):
     outcome, bug_replay, twin_replay, bug_script, twin_script = replayed[row.id]
     assert outcome.verdict == VIOLATED, outcome.message

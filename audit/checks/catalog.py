@@ -257,10 +257,11 @@ _DECLARATIONS = (
         not_for_sparse="torch.export takes strided example inputs only",
         run=_not_loaded,
         contract="torch.export.export (non-strict and strict, dynamic dims where the registry's vary) traces, "
-                 "saves, loads and runs, and the loaded program gives eager's outputs; claimed through "
-                 "supports.export",
+                 "saves, loads and runs, and the loaded program gives eager's outputs (a strict export that does "
+                 "not trace: the cell says it judged the non-strict one only); claimed through supports.export",
         claimed=lambda entry: entry.supports.export,
         claim="supports.export",
+        version=2,
     ),
     Check(
         name="distributed",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from audit.checks import replayable
 from audit.engine.explore import Counterexample, Damaged, explore
@@ -103,7 +103,7 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
     if found.held:
         vacuous = nothing_compared(subject, check, seen[0]) if seen else "no example was run"
         verdict = Verdict.SKIPPED if vacuous else Verdict.HELD
-        return Outcome(key, verdict, vacuous, found.examples, found.seconds, details=metrics)
+        return Outcome(key, verdict, vacuous or partly_judged(metrics), found.examples, found.seconds, details=metrics)
     first, *others = [_failure(entry, check, key, options, subject, failure) for failure in found.failures()]
     return Outcome(key, Verdict.VIOLATED, first.message, found.examples, found.seconds, first.case, first.script,
                    metrics, tuple(others))
@@ -132,6 +132,16 @@ def _through_backward(entry: Entry, target: Target, check: Check, key: CellKey, 
                  options, claimed, on_example)
     note = f"detected: the target refused torch.autograd.grad ({said}); every gradient taken through .backward()"
     return replace(again, details={**again.details, "backward_only": note})
+
+
+def partly_judged(metrics: dict[str, Any]) -> str:
+    """What a cell that held judged when part of its check could not run (see :meth:`Subject.not_run`), with each
+    part's reason and the torch version; "" when all of it ran."""
+    not_run = metrics.get("not_run")
+    if not not_run:
+        return ""
+    parts = "; ".join(f"{part} did not run: {why}" for part, why in sorted(not_run.items()))
+    return f"judged {metrics['judged']} only; {parts}"
 
 
 def nothing_compared(subject: Subject, check: Check, case: Case) -> str:

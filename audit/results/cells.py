@@ -141,18 +141,19 @@ def _status(entry: Entry, outcome: Outcome, claimed: bool, claim: str, today: st
             return Status.SKIP, f"expected skip ({waiver.reason}): {outcome.message}", True
         return Status.SKIP, outcome.message, False
     held = outcome.verdict == Verdict.HELD
+    partly = f"; {outcome.message}" if held and outcome.message else ""  # what it judged, where a part did not run
     if not claimed:
         if held:
             hint = f"; claim it with {claim}: true" if claim else ""
             if claim == "supports.dtypes":  # a probed dtype is claimed by listing it, not with true
                 hint = f"; claim it by adding {key.dtype} to supports.dtypes"
-            return Status.XPASS, f"not claimed, yet held on {outcome.examples} examples{hint}", False
+            return Status.XPASS, f"not claimed, yet held on {outcome.examples} examples{hint}{partly}", False
         return Status.UNSUPPORTED, f"not claimed ({claim or 'unclaimed'}); {outcome.message}", False
     if waiver is None or waiver.status != "fail":
-        return (Status.PASS, "", False) if held else (Status.FAIL, outcome.message, False)
+        return (Status.PASS, outcome.message, False) if held else (Status.FAIL, outcome.message, False)
     if held:
         return Status.XPASS, (f"waived ({waiver.reason}), yet held on {outcome.examples} examples; "
-                              "remove the expect entry"), False
+                              f"remove the expect entry{partly}"), False
     if waiver.expired(today):
         return Status.FAIL, f"waiver expired on {waiver.until} ({waiver.reason}); {outcome.message}", False
     until = f" until {waiver.until}" if waiver.until else ""

@@ -42,6 +42,13 @@ class Subject:
     state: dict = field(default_factory=dict, compare=False, repr=False)
     metrics: dict = field(default_factory=dict, compare=False, repr=False)
 
+    def not_run(self, part: str, reason: str, *, judged: str) -> None:
+        """Record that ``part`` of the check could not run here (this torch cannot perform it, or refuses the
+        target) while ``judged`` did: a cell that holds then says what it judged, and why the rest did not run on
+        this torch, never a silent pass (``metrics.not_run``, ``metrics.judged``)."""
+        self.metrics.setdefault("not_run", {})[part] = f"{reason} (torch {torch.__version__})"
+        self.metrics["judged"] = judged
+
     def args(self, case: Case, dtype: str | None = None, device: str | None = None) -> list:
         """Fresh arguments for ``case``: leaf tensors, ``requires_grad`` as the registry says."""
         dtype, device = dtype or self.dtype, device or self.device

@@ -8,6 +8,7 @@ import torch
 
 from audit.results.outcome import HELD, SKIPPED, VIOLATED
 from tests.helpers import entry, observe
+from tests.versions import STRICT_EXPORT_OF_FUNCTIONS, requires_torch
 
 S = "tests.fixtures.inplace_stochastic"
 # At least 16 elements (where torch's CPU normal_ draws float32 and float64 differently) and 2-d (so
@@ -51,6 +52,7 @@ def test_declared_in_place_exp_saving_its_output_passes(tmp_path, check, dtype):
     assert found.verdict == HELD, found.message
 
 
+@requires_torch(*STRICT_EXPORT_OF_FUNCTIONS)
 def test_export_runs_each_program_of_an_in_place_entry_on_its_own_copy(tmp_path):
     found = observe(entry(tmp_path, **{**IN_PLACE, "target": "tests.fixtures.layout:ScaleInPlace"}), "export",
                     examples=3)

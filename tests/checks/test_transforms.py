@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from audit.results.outcome import HELD, SKIPPED, VIOLATED
 from audit.runtime.ddp_rank import NAME
 from tests.helpers import entry, observe
+from tests.versions import STRICT_EXPORT_OF_FUNCTIONS, reachable, requires_torch
 
 T = "tests.fixtures.transforms"
 VECTOR = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 5]}}
@@ -46,7 +48,8 @@ def _name(target: str) -> str:
     return target.split(":")[-1]
 
 
-@pytest.mark.parametrize("broken, check, spec, words, twin", CASES, ids=[_name(c[0]) for c in CASES])
+@pytest.mark.parametrize("broken, check, spec, words, twin",
+                         [pytest.param(*c, marks=reachable(c[0], c[1]), id=_name(c[0])) for c in CASES])
 def test_check_catches_its_bug(tmp_path, broken, check, spec, words, twin):
     found = observe(entry(tmp_path, target=broken, **spec), check)
     assert found.verdict == VIOLATED, found
@@ -267,6 +270,29 @@ def test_no_rank_outlives_an_audit_run(write_registry, tmp_path):
     assert not set(_rank_processes()) - before
 
 
+@requires_torch(*STRICT_EXPORT_OF_FUNCTIONS)
 def test_export_records_each_mode(tmp_path):
     found = observe(entry(tmp_path, target=f"{T}:Cube", **claims(VECTOR, export=True)), "export", examples=3)
     assert found.details == {"non-strict": "exported", "strict": "exported"}
+    assert found.verdict == HELD and found.message == ""  # both modes judged: nothing to say
+
+
+def test_export_says_it_judged_the_non_strict_export_alone_where_strict_export_refuses(tmp_path):
+    """On every torch: strict export refuses an explicit graph break; the cell holds on the non-strict export
+    and says so, with strict export's refusal and the torch version."""
+    found = observe(entry(tmp_path, target=f"{T}:cube_past_a_graph_break", kind="callable",
+                          **claims(VECTOR, export=True)), "export", examples=3)
+    assert found.verdict == HELD, found.message
+    assert found.message.startswith("judged the non-strict export only; the strict (Dynamo) export did not run: "
+                                    "not traced: Unsupported"), found.message
+    assert f"(torch {torch.__version__})" in found.message
+    assert found.details["not_run"] and found.details["judged"] == "the non-strict export"
+
+
+@requires_torch("<2.13", "the torch where strict export cannot trace the planted Function: what its cell says")
+def test_the_planted_export_bug_a_torch_cannot_reach_says_strict_export_did_not_run(tmp_path):
+    found = observe(entry(tmp_path, target=f"{T}:CachedByIdentity", **claims(VECTOR, export=True)), "export")
+    assert found.verdict == HELD
+    assert found.message.startswith("judged the non-strict export only; the strict (Dynamo) export did not run: "
+                                    "not traced: UserError"), found.message
+    assert f"(torch {torch.__version__})" in found.message

@@ -107,6 +107,8 @@ NOT_REPLAYED: dict[str, str] = {
         "that coin (repro held on the stored case here). A replay that reruns forward many times (2^-k to miss) "
         "would make it replayable: the checkpoint check's call (IMPURITY_RERUNS), not this table's"),
     f"{T}:GlobalDropout": "PrivateDropout's twin (see there)",
+    f"{T}:cube_past_a_graph_break": ("correct (x ** 3) where it runs: its export cell holds on the non-strict "
+                                     "export, strict export refusing it, and says so; no failing cell"),
     **{f"tests.fixtures.replay_thirdparty:{name}": (
         "replayed by tests/checks/test_replay_realistic.py: its compile failure shows only once the module's cache is "
         "filled by an eager call, and this table's driver runs every script in one interpreter, where an earlier "
