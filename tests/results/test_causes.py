@@ -8,7 +8,7 @@ from audit.results.causes import causes, mask
 from audit.results.matrix import Matrix
 from tests.reporters.sample import _case, _cell, _entry, matrix, typed
 
-GRADIENT = "gradient of input 1: max |analytic - numeric| = {} at index (0, {}) (analytic {}, numeric 0.5); on ([{}, 3])"
+GRADIENT = "gradient of input 1: max |analytic - numeric| = {} at index (0, {}) (analytic {}, numeric 0.5); on ([{}])"
 
 
 def _matrix(*entries) -> Matrix:
