@@ -78,11 +78,8 @@ class Cause:
 
     @property
     def title(self) -> str:
-        """The cause in one line: the check, the kind, what its messages share (cut at TITLE characters):
-        ``gradcheck: gradient of input # — max |analytic - numeric| = # at ...``."""
-        said = self.pattern.removeprefix(self.kind).removeprefix(":").strip() if self.kind else self.pattern
-        said = said if len(said) <= TITLE else said[:TITLE - 1].rstrip() + "…"
-        return f"{self.check}: " + " — ".join(filter(None, (self.kind, said)))
+        """The cause in one line (:func:`title`)."""
+        return title(self.check, self.kind, self.pattern)
 
     @property
     def entries(self) -> tuple[str, ...]:
@@ -113,6 +110,20 @@ def _masked(text: str) -> str:
     return _TUPLE.sub("(#)", _SHAPE.sub("[#]", _NUMBER.sub("#", text)))
 
 
+def title(check: str, kind: str, pattern: str) -> str:
+    """A cause in one line: the check, the kind, what its messages share (cut at TITLE characters):
+    ``gradcheck: gradient of input # — max |analytic - numeric| = # at ...``."""
+    said = pattern.removeprefix(kind).removeprefix(":").strip() if kind else pattern
+    said = said if len(said) <= TITLE else said[:TITLE - 1].rstrip() + "…"
+    return f"{check}: " + " — ".join(filter(None, (kind, said)))
+
+
+def identity(check: str, kind: str, message: str, names: Iterable[str]) -> tuple[str, str, str]:
+    """What makes two failures one cause: the check, the masked kind and the masked message."""
+    names = tuple(names)
+    return check, mask(kind, names), mask(message, names)
+
+
 def tier(cell: Cell) -> Tier:
     """A failing cell's tier: a claimed failure, an error, or a probe that does not gate."""
     if not cell.gates(strict=False):
@@ -137,5 +148,4 @@ def causes(matrix: Matrix, fixes: Fixes | None = None, *, owner: str | None = No
 
 
 def _key(entry: MatrixEntry, cell: Cell) -> tuple[Tier, str, str, str]:
-    names = (entry.name, entry.target)
-    return tier(cell), cell.check, mask(cell.kind, names), mask(cell.message, names)
+    return (tier(cell), *identity(cell.check, cell.kind, cell.message, (entry.name, entry.target)))
