@@ -59,8 +59,8 @@ def _counts(matrix: Matrix) -> str:
 
 
 def _failures(matrix: Matrix, owner: str | None) -> str:
-    """The failures grouped by cause, a heading per tier: each cause open, its first cells spelled out (the
-    smallest first) and the rest folded away."""
+    """The failures grouped by cause, a heading per tier: each cause open, its first cells listed (the smallest
+    first) and the rest folded away."""
     found = causes.grouped(matrix, owner)
     if not found:
         return ('<section class="failures"><h2>Failures</h2><p class="none">None: every gating cell passed.</p>'
@@ -75,26 +75,31 @@ def _failures(matrix: Matrix, owner: str | None) -> str:
 
 
 def _cause(number: int, cause: Cause) -> str:
-    """One cause: its line, its cells and owners, the likely fix, the smallest case's replay, then its cells."""
+    """One cause, open: its line, its cells and owners, the likely fix, the smallest case and its replay, then its
+    cells, each folded to its one line (a screen shows several causes)."""
     shown, hidden = causes.listed(cause)
     status = escape(shown[0].cell.status.value)
     fix = f'<p class="fix">Likely fix: {escape(cause.fix)}</p>' if cause.fix else ""
     rest = [m for m in cause.members if all(m is not s for s in shown)]
     folded = (f'<details class="more"><summary>{hidden} more cell{"s" * (hidden != 1)}</summary>'
-              f'{"".join(_member(m, False) for m in rest)}</details>') if hidden else ""
+              f'{"".join(_member(m) for m in rest)}</details>') if hidden else ""
+    small = cause.smallest
     return (f'<details class="cause s-{status}" open><summary><span class="tag">{status}</span> '
             f'<b>{number}. {escape(cause.title)}</b></summary>'
             f'<p class="counts">{escape(causes.summary(cause))}</p>{fix}'
-            f'<p>Replay the smallest: <code class="repro">{escape(cause.smallest.cell.repro)}</code></p>'
-            f'{"".join(_member(m, True) for m in shown)}{folded}</details>')
+            f'<p class="message">Smallest failing case: <b>{escape(small.entry.name)}</b> ({escape(small.cell.dtype)}, '
+            f'{escape(small.cell.device)}): {escape(small.cell.message)}</p>'
+            f'<p>Replay it: <code class="repro">{escape(small.cell.repro)}</code></p>'
+            f'{"".join(_member(m) for m in shown)}{folded}</details>')
 
 
-def _member(member: Member, open_: bool) -> str:
-    """One failing cell of a cause: what, where, by how much, who owns it, its replay and shrunk input."""
+def _member(member: Member) -> str:
+    """One failing cell of a cause, folded to its line: what, where, by how much, who owns it, its replay and
+    shrunk input."""
     entry, cell = member.entry, member.cell
     case = json.dumps(cell.case, indent=1) if cell.case else ""
     line = f" · registry line {entry.line}" if entry.line else ""
-    return (f'<details class="failure s-{escape(cell.status.value)}"{" open" * open_}><summary>'
+    return (f'<details class="failure s-{escape(cell.status.value)}"><summary>'
             f'<b>{escape(entry.name)}</b> {escape(cell.check)} '
             f'<span class="tag">{escape(cell.status.value)}</span> ({escape(cell.dtype)}, {escape(cell.device)}) '
             f'· owner {escape(", ".join(entry.owners))}{line}</summary><p class="message">{escape(cell.message)}</p>'

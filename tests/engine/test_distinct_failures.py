@@ -277,7 +277,7 @@ def test_run_writes_a_script_per_failure_merge_copies_them_and_a_fixed_rerun_lea
     assert red.exit_code == 1 and sorted(p.name for p in (shard / "repro").iterdir()) == sorted(names)
     cell = json.loads((shard / "matrix.json").read_text())["entries"][0]["cells"][0]
     assert [f["repro"] for f in cell["failures"]] == [f"python {shard / 'repro' / n}" for n in names]
-    assert "\n  also: " in red.output and f"repro: python {shard / 'repro' / names[1]}\n" in red.output
+    assert "\n      also: " in red.output and f"repro: python {shard / 'repro' / names[1]}\n" in red.output
     joined = CliRunner().invoke(cli, ["merge", str(shard / "matrix.json"), "--out", str(merged)])
     assert joined.exit_code == 1 and sorted(p.name for p in (merged / "repro").iterdir()) == sorted(names)
     cell = json.loads((merged / "matrix.json").read_text())["entries"][0]["cells"][0]
