@@ -4,6 +4,7 @@ Chromium versions move those)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -73,7 +74,7 @@ def test_a_report_of_many_failures_reads_at_1280x800_one_group_per_cause(tmp_pat
         assert 0 <= cause["box"]["left"] and cause["box"]["right"] <= WIDTH, cause["text"]
         assert cause["title"]["right"] <= cause["box"]["right"] and cause["font"] >= 12, cause["text"]
         assert cause["box"]["bottom"] - cause["box"]["top"] < HEIGHT / 2, f"a cause fills a screen: {cause['text']}"
-    assert all(a["box"]["bottom"] <= b["box"]["top"] for a, b in zip(causes, causes[1:]))
+    assert all(a["box"]["bottom"] <= b["box"]["top"] for a, b in itertools.pairwise(causes))
     assert causes[0]["box"]["top"] < HEIGHT / 2 and causes[2]["title"]["top"] < 2 * HEIGHT
     assert not any(c["open"] for c in layout["cells"])
     assert sum(c["shown"] for c in layout["cells"]) == 6 * 3  # three per cause, the rest inside "N more cells"
