@@ -32,7 +32,7 @@ def grouped(matrix: Matrix, owner: str | None = None, statuses: tuple[Status, ..
     return causes(matrix, builtin_fixes(), owner=owner, statuses=statuses)
 
 
-def identity(cause: Cause) -> str:
+def rule_id(cause: Cause) -> str:
     """A short id that stays put across runs while the cause does: ``gradcheck/3f2a9c1e``."""
     digest = hashlib.sha256(f"{cause.check}|{cause.kind}|{cause.pattern}".encode()).hexdigest()[:8]
     return f"{cause.check}/{digest}"

@@ -11,7 +11,7 @@ import hashlib
 
 from audit.io import json_text
 from audit.reporters import causes
-from audit.reporters.causes import identity
+from audit.reporters.causes import rule_id
 from audit.reporters.common import also_lines, failure_line, printable, registry_of
 from audit.results.causes import Cause, Tier
 from audit.results.cells import Cell
@@ -26,7 +26,7 @@ def render(matrix: Matrix, contracts: dict[str, str] | None = None) -> str:
     found = causes.grouped(matrix)
     rules = [_rule(cause, contracts.get(cause.check, "")) for cause in found]
     registry = registry_of(matrix)
-    results = [_result(m.entry, m.cell, identity(cause), i, registry) for i, cause in enumerate(found)
+    results = [_result(m.entry, m.cell, rule_id(cause), i, registry) for i, cause in enumerate(found)
                for m in cause.members]
     log = {
         "$schema": SCHEMA,
@@ -47,7 +47,7 @@ def _rule(cause: Cause, contract: str) -> dict:
     text = contract or f"the {cause.check} property of autograd-audit"
     fix = f" Likely fix: {cause.fix}." if cause.fix else ""
     level = "error" if cause.tier is not Tier.PROBE else "warning"
-    return {"id": identity(cause), "name": cause.check, "shortDescription": {"text": printable(cause.title)},
+    return {"id": rule_id(cause), "name": cause.check, "shortDescription": {"text": printable(cause.title)},
             "fullDescription": {"text": text}, "defaultConfiguration": {"level": level},
             "help": {"text": printable(f"{causes.summary(cause)}.{fix} Replay the smallest failing case: "
                                        f"{cause.smallest.cell.repro}")},

@@ -303,3 +303,22 @@ def test_causes_come_claimed_failures_first_then_errors_then_probes_and_an_owner
     data["entries"][0]["owner"] = ["@solo"]
     solo = causes.grouped(typed(data), owner="@solo")
     assert [len(c.entries) for c in solo[:4]] == [30, 30, 1, 15]  # @solo's one-entry cause before the 15
+
+
+def test_a_sarif_rule_stays_put_while_its_cause_does():
+    """Other numbers in the messages (another run's draws) keep each cause's rule id; another raising site does not."""
+    import json
+
+    def rules(data):
+        return [r["id"] for r in json.loads(sarif.render(typed(data)))["runs"][0]["tool"]["driver"]["rules"]]
+
+    from tests.reporters.sample import CAUSES
+
+    moved = many()
+    said = {(check, dtype, kind): message for check, dtype, _, _, kind, message in CAUSES}
+    for cell in (c for e in moved["entries"] for c in e["cells"]):
+        cell["message"] = said[cell["check"], cell["dtype"], cell["kind"]].format(n=98)
+    assert rules(moved) == rules(many())
+    for cell in (c for e in moved["entries"] for c in e["cells"] if c["check"] == "compile"):
+        cell["kind"] = cell["kind"].replace("41", "42")
+    assert len(set(rules(moved)) - set(rules(many()))) == 1
