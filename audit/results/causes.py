@@ -113,9 +113,17 @@ def _masked(text: str) -> str:
 def title(check: str, kind: str, pattern: str) -> str:
     """A cause in one line: the check, the kind, what its messages share (cut at TITLE characters):
     ``gradcheck: gradient of input # — max |analytic - numeric| = # at ...``."""
-    said = pattern.removeprefix(kind).removeprefix(":").strip() if kind else pattern
+    said = _after_shared(kind, pattern) if kind else pattern
     said = said if len(said) <= TITLE else said[:TITLE - 1].rstrip() + "…"
     return f"{check}: " + " — ".join(filter(None, (kind, said)))
+
+
+def _after_shared(kind: str, pattern: str) -> str:
+    """``pattern`` without the words it begins with in common with ``kind`` (said once, in the kind)."""
+    shared = next((i for i, (a, b) in enumerate(zip(kind, pattern)) if a != b), min(len(kind), len(pattern)))
+    if shared < len(pattern) and pattern[shared].isalnum():
+        shared = pattern.rfind(" ", 0, shared) + 1  # a whole word only
+    return pattern[shared:].lstrip(" :;,—")
 
 
 def identity(check: str, kind: str, message: str, names: Iterable[str]) -> tuple[str, str, str]:
