@@ -238,8 +238,9 @@ def test_the_html_banner_chips_count_what_the_headline_counts():
 
     full = typed(matrix())
     probes = [dataclasses.replace(c, status=Status.ERROR) for e in full.entries for c in e.cells if not c.claimed]
-    mixed = dataclasses.replace(full, entries=[dataclasses.replace(full.entries[0], cells=[
-        c for c in full.entries[0].cells if c.claimed] + [dataclasses.replace(c, status=Status.ERROR) for c in probes])])
+    claimed = [c for c in full.entries[0].cells if c.claimed]
+    mixed = dataclasses.replace(full, entries=[dataclasses.replace(full.entries[0], cells=claimed + [
+        dataclasses.replace(c, status=Status.ERROR) for c in probes])])
     banner = html.render(mixed).split("</header>")[0]
     rows = dict(re.findall(r'<span class="chips">([^:]+): (.*?)</span>(?:<br>|</p>)', banner))
     said = headline(mixed)
