@@ -181,6 +181,7 @@ def merge_cli(**options) -> None:
 @click.option("--format", "output_format", type=Format(["text", "md", "html", "junit", "github", "json", "sarif"]),
               default="text", show_default=True, help="The report to render (md: alias markdown).")
 @click.option("--by-owner", is_flag=True, help="One table per owner.")
+@click.option("--owner", default=None, metavar="OWNER", help="This owner's causes of failure first (@vision).")
 @setting_option("verbosity")
 @setting_option("quiet")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="Write here instead of stdout.")

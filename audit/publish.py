@@ -51,19 +51,19 @@ def _width() -> int:
 
 
 def render(matrix: Matrix, output_format: str, *, by_owner: bool = False, color: bool = False, width: int = 160,
-           verbosity: int = 0) -> str:
-    """One report as text."""
+           verbosity: int = 0, owner: str | None = None) -> str:
+    """One report as text; ``owner``: that owner's causes of failure first."""
     if output_format == "json":
         return matrix.to_text()
     if output_format == "sarif":
         return sarif.render(matrix, contracts())
     if output_format == "md":
-        return markdown.render(matrix, by_owner=by_owner)
+        return markdown.render(matrix, by_owner=by_owner, owner=owner)
     if output_format == "html":
-        return html.render(matrix, by_owner=by_owner)
+        return html.render(matrix, by_owner=by_owner, owner=owner)
     if output_format == "junit":
         return junit.render(matrix)
-    text = terminal.render(matrix, color=color, width=width, by_owner=by_owner, verbosity=verbosity)
+    text = terminal.render(matrix, color=color, width=width, by_owner=by_owner, verbosity=verbosity, owner=owner)
     if output_format == "github":
         return github.annotations(matrix) + github.inert(text)
     return text
@@ -76,11 +76,11 @@ def contracts() -> dict[str, str]:
     return {name: check.contract for name, check in declarations().items()}
 
 
-def github_summary(matrix: Matrix) -> bool:
+def github_summary(matrix: Matrix, owner: str | None = None) -> bool:
     """Append the job summary to ``$GITHUB_STEP_SUMMARY`` when GitHub set it; whether it did."""
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return False
     with open(path, "a", encoding="utf-8") as handle:
-        handle.write(github.summary(matrix))
+        handle.write(github.summary(matrix, owner))
     return True

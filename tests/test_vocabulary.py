@@ -94,5 +94,5 @@ def test_a_diffs_markdown_escapes_a_message_as_the_reports_do():
 def test_a_diffs_markdown_escapes_an_owner_as_the_reports_do():
     owner = "@team <img src=x> | `y`"
     markdown = render_markdown(diff(_matrix("pass", "", owner), _matrix("fail", "wrong", owner)))
-    assert "**@team &lt;img src=x&gt; \\| 'y'**" in markdown, markdown
+    assert "owner @team &lt;img src=x&gt; \\| 'y'" in markdown, markdown
     assert "<img" not in markdown

@@ -68,6 +68,8 @@ _DECLARATIONS = (
                  "without one, finite inputs give finite outputs",
         dtypes=claimed_dtypes,
         version=3,
+        fixes=(("output #", "the forward's value differs from the reference's: fix the forward, or where the "
+                            "difference is that dtype's rounding, set tolerance: for it in the registry"),),
     ),
     Check(
         name="gradcheck",
@@ -84,6 +86,11 @@ _DECLARATIONS = (
                  "differences of the forward are taken",
         version=4,
         special=True,
+        fixes=(("gradient of input #", "the backward's formula for that input is wrong: derive it again from the "
+                                       "forward (the replay prints the analytic and the numeric gradient)"),
+               ("Jacobian mismatch for output # with respect to input #",
+                "the backward's formula for that input is wrong: derive it again from the forward (the replay prints "
+                "the analytic and the numeric Jacobian)")),
     ),
     Check(
         name="gradgradcheck",

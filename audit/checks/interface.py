@@ -81,6 +81,9 @@ class Check:
     ``resource``: the name of a per-worker resource the check needs (:mod:`audit.checks.resources`, such as the
     distributed check's ranks): the worker that holds the run's resources starts it once, and with several workers
     the check's cells all go to that one, so the others never start it.
+    ``fixes``: (kind, fix) pairs, the likely fix of a failure of each declared kind (``Violation.kind`` with its
+    numbers masked as :func:`audit.results.causes.mask` masks them: ``"gradient of input #"``), which reports show
+    beside that cause's group; never worked out from a message.
     Bump ``version`` whenever the check's verdicts can change.
     """
 
@@ -107,3 +110,4 @@ class Check:
     resource: str = ""
     needs_gradient: bool = False
     special: bool = False
+    fixes: tuple[tuple[str, str], ...] = ()

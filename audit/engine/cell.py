@@ -14,6 +14,7 @@ from audit.inputs.case import Case
 from audit.inputs.special import special_for
 from audit.inputs.strategies import for_check
 from audit.registry.model import Entry, EntryKind
+from audit.results.kinds import ErrorKind
 from audit.results.outcome import CellKey, Failure, Outcome, Verdict
 from audit.runtime import health, triton
 from audit.runtime.isolation import isolated
@@ -41,7 +42,7 @@ def run_cell(entry: Entry, target: Target, check: Check, key: CellKey, options: 
         return outcome
     health.note("the target forked a copy of the process that returned into the audit")  # after the last example
     return Outcome(key, Verdict.ERRORED, f"{health.describe_strays(strays)}; this cell's result is not trusted",
-                   outcome.examples, outcome.seconds)
+                   outcome.examples, outcome.seconds, kind=ErrorKind.FORKED.value)
 
 
 def _settled(outcome: Outcome) -> Outcome:
@@ -56,7 +57,7 @@ def _settled(outcome: Outcome) -> Outcome:
         return outcome
     return Outcome(outcome.key, Verdict.ERRORED, f"{fault}, found when the cell ended (a kernel's asynchronous "
                                                  "error); this cell's result is not trusted",
-                   outcome.examples, outcome.seconds)
+                   outcome.examples, outcome.seconds, kind=ErrorKind.CUDA_FAULT.value)
 
 
 def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunOptions, claimed: bool,
@@ -85,13 +86,14 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
                         budget=options.cell_budget(claimed), limit=options.failures, special=special_for(entry, check))
     except Damaged as exc:
         return Outcome(key, Verdict.ERRORED, f"{exc}; the search stopped there: a process in that state is not "
-                                             "trusted with another example (a worker retires after it)")
+                                             "trusted with another example (a worker retires after it)",
+                       kind=ErrorKind.DAMAGED.value)
     except SystemExit as exc:
-        return Outcome(key, Verdict.ERRORED, f"the target called sys.exit({exc.code!r})")
+        return Outcome(key, Verdict.ERRORED, f"the target called sys.exit({exc.code!r})", kind=ErrorKind.EXITED.value)
     metrics = dict(subject.metrics)
     if found.fault:
         return Outcome(key, Verdict.ERRORED, f"{found.fault} ({_blamed(entry)})", found.examples, found.seconds,
-                       details=metrics)
+                       details=metrics, kind=ErrorKind.REGISTRY_FAULT.value)
     if found.refused:
         return _through_backward(entry, target, check, key, options, claimed, on_example, found.refused)
     if found.special:  # structured cases tried after the drawn ones (``examples`` counts the drawn)
@@ -106,7 +108,7 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
         return Outcome(key, verdict, vacuous or partly_judged(metrics), found.examples, found.seconds, details=metrics)
     first, *others = [_failure(entry, check, key, options, subject, failure) for failure in found.failures()]
     return Outcome(key, Verdict.VIOLATED, first.message, found.examples, found.seconds, first.case, first.script,
-                   metrics, tuple(others))
+                   metrics, tuple(others), first.kind)
 
 
 def _blamed(entry: Entry) -> str:
@@ -189,7 +191,7 @@ def _failure(entry: Entry, check: Check, key: CellKey, options: RunOptions, subj
                            values=replayable.values(check, subject, found.case),
                            reference=replayable.compared_reference(subject, found.case) is not None)
     where = f"; on {found.case.describe()}" if found.case.args else ""
-    return Failure(f"{found.message}{where}", found.case.to_json(), script)
+    return Failure(f"{found.message}{where}", found.case.to_json(), script, found.kind)
 
 
 def seed_global_generators(seed: int) -> None:

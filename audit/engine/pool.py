@@ -18,6 +18,7 @@ from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDra
                                    Ready, Retiring, StartUp)
 from audit.engine.parts import Part, Wholes, split, take
 from audit.results.environment import Environment
+from audit.results.kinds import ErrorKind
 from audit.results.outcome import CellKey, Outcome, error_outcome
 from audit.runtime import jit, scratch
 from audit.runtime.channel import spawn, tail
@@ -200,12 +201,13 @@ def _serve(worker: Worker, assignment: Assignment | None, ready: Collection[obje
                     return worker, None
                 assignment = going_on
         except (EOFError, OSError):
-            return _replace(worker, assignment, f"the worker process {worker.death()}", options, listener)
+            return _replace(worker, assignment, f"the worker process {worker.death()}", options, listener,
+                            kind=ErrorKind.WORKER_DIED)
     if time.monotonic() > assignment.deadline:
         end_group(worker.process)
         worker.death()
         return _replace(worker, assignment, f"timed out after {assignment.budget:g} s", options, listener,
-                        _budget_note(assignment, options))
+                        kind=ErrorKind.TIMED_OUT, note=_budget_note(assignment, options))
     return worker, assignment
 
 
@@ -266,17 +268,17 @@ def _retire(worker: Worker, assignment: Assignment, reason: str, options: RunOpt
 
 
 def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOptions, listener: Listener,
-             note: str = "") -> Slot:
+             *, kind: ErrorKind, note: str = "") -> Slot:
     """The worker died or hung: blame the running cell, start a new worker, go on with the rest."""
     worker.close()
     current = assignment.current
     if not isinstance(current, CellKey):  # LOADING, or between cells
         for key in list(assignment.remaining):
-            _record(assignment, error_outcome(key, f"{cause} while {LOADING}{note}"), listener)
+            _record(assignment, error_outcome(key, f"{cause} while {LOADING}{note}", kind), listener)
     else:
         where = f" on example {assignment.example}" if assignment.example else ""
         message = f"{cause} during {current.check} ({current.dtype}, {current.device}){where}{note}"
-        _record(assignment, error_outcome(current, message), listener)
+        _record(assignment, error_outcome(current, message, kind), listener)
     _count_loss(assignment, listener, "died or hung")
     return _go_on(Worker(options, resources=worker.resources, slot=worker.slot), assignment, options, listener)
 
@@ -289,7 +291,7 @@ def _count_loss(assignment: Assignment, listener: Listener, how: str) -> None:
         for key in list(assignment.remaining):
             message = (f"not run: this entry lost its worker {MAX_RESTARTS} times (it died, hung or was retired as "
                        f"damaged; the last time it {how})")
-            _record(assignment, error_outcome(key, message), listener)
+            _record(assignment, error_outcome(key, message, ErrorKind.NOT_RUN), listener)
 
 
 def _go_on(fresh: Worker, assignment: Assignment, options: RunOptions, listener: Listener) -> Slot:

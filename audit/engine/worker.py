@@ -23,6 +23,7 @@ from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDra
                                    StartUp)
 from audit.engine.tampering import Watch
 from audit.results.environment import Environment
+from audit.results.kinds import ErrorKind
 from audit.results.outcome import CellKey, Outcome, Verdict, error_outcome
 from audit.runtime import fingerprint, health
 from audit.runtime.channel import connect, keep_tails
@@ -142,7 +143,7 @@ def _load(job: Job, outbox: Connection) -> Target | None:
     except (TargetError, SyntaxError) as exc:
         outbox.send(Loaded(None, str(exc)))
         for key in job.cells:
-            outbox.send(CellFinished(error_outcome(key, f"target could not be loaded: {exc}")))
+            outbox.send(CellFinished(error_outcome(key, f"target could not be loaded: {exc}", ErrorKind.NOT_LOADED)))
         return None
     outbox.send(Loaded(target.digest))
     return target
@@ -162,10 +163,11 @@ def _cell(target: Target, check: Check, key: CellKey, job: Job, outbox: Connecti
     except MemoryError as exc:
         health.note(health.damage(exc))
         return error_outcome(key, f"out of memory: over the worker's cap of {options.max_memory >> 20} MiB "
-                                  f"(raise it with --max-memory): {exc}")
+                                  f"(raise it with --max-memory): {exc}", ErrorKind.OUT_OF_MEMORY)
     except Exception as exc:
         health.note(health.damage(exc))
-        return error_outcome(key, f"{AUDIT_FAILED}{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        return error_outcome(key, f"{AUDIT_FAILED}{type(exc).__name__}: {exc}\n{traceback.format_exc()}",
+                             ErrorKind.AUDIT_FAILED)
 
 
 #: How an error the audit could not classify begins: after one, the worker's health is checked at once.

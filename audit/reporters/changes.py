@@ -1,10 +1,10 @@
 """A :class:`~audit.results.changes.Diff` as text for a terminal or as Markdown, read from the top: the verdict,
-what changed underneath, regressions grouped by owner, then the rest."""
+what changed underneath, regressions grouped by cause (each with its owners), then the rest."""
 
 from __future__ import annotations
 
 from audit.reporters.common import markdown_text
-from audit.results.changes import CLASSES, TITLES, CellChange, Diff
+from audit.results.changes import CLASSES, TITLES, CellChange, ChangeCause, Diff, by_cause
 
 
 def headline(d: Diff) -> str:
@@ -33,10 +33,10 @@ def render_text(d: Diff) -> str:
     lines += _underneath(d, bullet="  ")
     regressions = d.of("regression")
     if regressions:
-        lines += ["", TITLES["regression"] + ", by owner:"]
-        for owner, owned in _by_owner(regressions):
-            lines.append(f"  {owner}")
-            for c in owned:
+        lines += ["", TITLES["regression"] + ", by cause:"]
+        for number, group in enumerate(by_cause(regressions), 1):
+            lines.append(f"  [{number}] {group.title}: {_counted(group)}")
+            for c in group.changes:
                 lines.append(f"    {c.where}: {c.old} -> {c.new} ({cause(d, c)}): {c.message}")
                 lines.append(f"      repro: {c.repro}")
     for kind in CLASSES[1:]:
@@ -58,11 +58,11 @@ def render_markdown(d: Diff) -> str:
     regressions = d.of("regression")
     if regressions:
         lines += ["", f"### {TITLES['regression']}"]
-        for owner, owned in _by_owner(regressions):
-            lines += ["", f"**{markdown_text(owner)}**", "", "| cell | was | now | why | message | repro |",
-                      "|---|---|---|---|---|---|"]
+        for number, group in enumerate(by_cause(regressions), 1):
+            lines += ["", f"**{number}. {markdown_text(group.title)}**: {markdown_text(_counted(group))}", "",
+                      "| cell | was | now | why | message | repro |", "|---|---|---|---|---|---|"]
             lines += [f"| {c.where} | {c.old} | {c.new} | {cause(d, c)} | {markdown_text(c.message)} | `{c.repro}` |"
-                      for c in owned]
+                      for c in group.changes]
     for kind in CLASSES[1:]:
         changes = d.of(kind)
         if changes:
@@ -100,8 +100,8 @@ def _membership(d: Diff, *, bullet: str) -> list[str]:
     return lines
 
 
-def _by_owner(changes) -> list[tuple[str, list[CellChange]]]:
-    owners: dict[str, list[CellChange]] = {}
-    for change in changes:
-        owners.setdefault(", ".join(change.owners) or "(no owner)", []).append(change)
-    return sorted(owners.items())
+def _counted(group: ChangeCause) -> str:
+    """``3 cells in 2 entries; owners @a, @b``."""
+    cells, entries, owners = len(group.changes), len(group.entries), group.owners
+    return (f"{cells} cell{'s' * (cells != 1)} in {entries} entr{'ies' if entries != 1 else 'y'}; "
+            f"owner{'s' * (len(owners) != 1)} {', '.join(owners)}")

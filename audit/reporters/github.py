@@ -6,11 +6,10 @@ summary (verdict, failures, the matrix folded away) is kept under GitHub's 1 MiB
 
 # No ``from __future__ import annotations`` here: it binds the name ``annotations``, this module's main function
 # (the annotations below need no postponing: every name they use is imported).
-from audit.reporters import markdown
-from audit.reporters.common import (also_lines, further_failures, headline, markdown_text, printable, problems,
-                                    registry_of)
-from audit.results.cells import Cell, CellFailure
-from audit.results.matrix import Matrix, MatrixEntry
+from audit.reporters import causes, markdown
+from audit.reporters.common import also_lines, headline, markdown_text, printable, problems, registry_of
+from audit.results.causes import Cause
+from audit.results.matrix import Matrix
 
 #: GitHub refuses a step summary over 1 MiB; stay well clear of it.
 SUMMARY_LIMIT = 900 * 1024
@@ -41,14 +40,16 @@ def inert(text: str) -> str:
     return f"::stop-commands::{token}\n{text}{'' if text.endswith(chr(10)) else chr(10)}::{token}::\n"
 
 
-def summary(matrix: Matrix) -> str:
-    """Markdown for ``$GITHUB_STEP_SUMMARY``: verdict first, a failures table, the matrix folded away."""
+def summary(matrix: Matrix, owner: str | None = None) -> str:
+    """Markdown for ``$GITHUB_STEP_SUMMARY``: verdict first, a table of the failures' causes (``owner``'s first),
+    the matrix folded away."""
     icon = "✅" if matrix.verdict == "pass" else "❌"
     lines = [f"## {icon} {headline(matrix)}", ""]
-    found = problems(matrix)
+    found = causes.grouped(matrix, owner)
     if found:
-        lines += ["| entry | check | cell | owner | message | replay |", "|---|---|---|---|---|---|"]
-        lines += [_summary_row(e, c, failure) for e, c in found for failure in _failures(c)]
+        lines += ["| # | cause | cells | owners | smallest failing case | replay | likely fix |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [_cause_row(number, cause) for number, cause in enumerate(found, 1)]
         lines.append("")
     head = "\n".join(lines)
     full = markdown.render(matrix)
@@ -61,17 +62,14 @@ def summary(matrix: Matrix) -> str:
     return text
 
 
-def _summary_row(entry: MatrixEntry, cell: Cell, failure: Cell | CellFailure) -> str:
-    """A row of the failures table: the cell's first failure, or one of its further ones (marked "also")."""
-    status = cell.status.value if failure is cell else f"{cell.status.value}, also"
-    return (f"| {markdown_text(entry.name)} | {cell.check} | {status} ({cell.dtype}, {cell.device}) | "
-            f"{markdown_text(', '.join(entry.owners))} | {markdown_text(failure.message)} | "
-            f"`{markdown_text(failure.repro)}` |")
-
-
-def _failures(cell: Cell) -> list[Cell | CellFailure]:
-    """The cell's first failure (the cell itself says it), then its further ones."""
-    return [cell, *further_failures(cell)]
+def _cause_row(number: int, cause: Cause) -> str:
+    """A row of the causes table: the cause, its cells and entries, owners, its smallest case and its replay."""
+    small = cause.smallest
+    where = f"{small.entry.name} ({small.cell.dtype}, {small.cell.device}): {small.cell.message}"
+    return (f"| {number} | {markdown_text(cause.title)} | {markdown_text(causes.counts(cause))} | "
+            f"{markdown_text(', '.join(cause.owners))} | {markdown_text(where)} | "
+            f"`{markdown_text(small.cell.repro)}` | "
+            f"{markdown_text(cause.fix)} |")
 
 
 def _data(text: str) -> str:

@@ -15,21 +15,23 @@ from html import escape
 from importlib import resources
 
 from audit.contract import Status
-from audit.reporters.common import (columns, further_failures, group, headline, owner_groups, problems, row_label, rows,
-                                    short, worst)
+from audit.reporters import causes
+from audit.reporters.common import (columns, further_failures, group, headline, owner_groups, row_label, rows, short,
+                                    worst)
 from audit.reporters.statuses import FILTERS, PRESENTATION, symbol
+from audit.results.causes import Cause, Member
 from audit.results.cells import CellFailure
 from audit.results.matrix import Matrix
 
 
-def render(matrix: Matrix, *, by_owner: bool = False) -> str:
-    """The HTML text of ``matrix``."""
+def render(matrix: Matrix, *, by_owner: bool = False, owner: str | None = None) -> str:
+    """The HTML text of ``matrix``; ``owner``: that owner's causes first."""
     verdict = "?" if matrix.verdict is None else matrix.verdict
     cells = [dict(c.to_json(), entry=e.name, owner=list(e.owners), line=e.line) for e, c in matrix.pairs()]
     body = [
         f'<header class="banner {escape(verdict)}"><h1>{escape(headline(matrix))}</h1>',
         f"<p>{_counts(matrix)}</p></header>",
-        _failures(matrix) + _inconclusive(matrix),
+        _failures(matrix, owner) + _inconclusive(matrix),
         _controls(matrix),
         _grids(matrix, cells, by_owner),
         '<section id="detail" class="detail" hidden></section>',
@@ -56,24 +58,54 @@ def _counts(matrix: Matrix) -> str:
     return "<br>".join(rows) or "no cells"
 
 
-def _failures(matrix: Matrix) -> str:
-    found = problems(matrix)
+def _failures(matrix: Matrix, owner: str | None) -> str:
+    """The failures grouped by cause, a heading per tier: each cause open, its first cells listed (the smallest
+    first) and the rest folded away."""
+    found = causes.grouped(matrix, owner)
     if not found:
         return ('<section class="failures"><h2>Failures</h2><p class="none">None: every gating cell passed.</p>'
                 '</section>')
-    items = []
-    for entry, cell in found:
-        case = json.dumps(cell.case, indent=1) if cell.case else ""
-        line = f" · registry line {entry.line}" if entry.line else ""
-        items.append(
-            f'<details class="failure s-{escape(cell.status.value)}" open><summary>'
+    parts = []
+    for tier, numbered in causes.tiers(found):
+        parts.append(f'<h3 class="tier">{escape(causes.tier_heading(tier, found))}</h3>')
+        parts += [_cause(number, cause) for number, cause in numbered]
+    cells = sum(len(c.members) for c in found)
+    return (f'<section class="failures"><h2>Failures: {len(found)} cause{"s" * (len(found) != 1)}, {cells} '
+            f'cell{"s" * (cells != 1)}</h2>{"".join(parts)}</section>')
+
+
+def _cause(number: int, cause: Cause) -> str:
+    """One cause, open: its line, its cells and owners, the likely fix, the smallest case and its replay, then its
+    cells, each folded to its one line (a screen shows several causes)."""
+    shown, hidden = causes.listed(cause)
+    status = escape(shown[0].cell.status.value)
+    fix = f'<p class="fix">Likely fix: {escape(cause.fix)}</p>' if cause.fix else ""
+    rest = [m for m in cause.members if all(m is not s for s in shown)]
+    folded = (f'<details class="more"><summary>{hidden} more cell{"s" * (hidden != 1)}</summary>'
+              f'{"".join(_member(m) for m in rest)}</details>') if hidden else ""
+    small = cause.smallest
+    return (f'<details class="cause s-{status}" open><summary><span class="tag">{status}</span> '
+            f'<b>{number}. {escape(cause.title)}</b></summary>'
+            f'<p class="counts">{escape(causes.summary(cause))}</p>{fix}'
+            f'<p class="message">Smallest failing case: <b>{escape(small.entry.name)}</b> ({escape(small.cell.dtype)}, '
+            f'{escape(small.cell.device)}): {escape(small.cell.message)}</p>'
+            f'<p>Replay it: <code class="repro">{escape(small.cell.repro)}</code></p>'
+            f'{"".join(_member(m) for m in shown)}{folded}</details>')
+
+
+def _member(member: Member) -> str:
+    """One failing cell of a cause, folded to its line: what, where, by how much, who owns it, its replay and
+    shrunk input."""
+    entry, cell = member.entry, member.cell
+    case = json.dumps(cell.case, indent=1) if cell.case else ""
+    line = f" · registry line {entry.line}" if entry.line else ""
+    return (f'<details class="failure s-{escape(cell.status.value)}"><summary>'
             f'<b>{escape(entry.name)}</b> {escape(cell.check)} '
             f'<span class="tag">{escape(cell.status.value)}</span> ({escape(cell.dtype)}, {escape(cell.device)}) '
             f'· owner {escape(", ".join(entry.owners))}{line}</summary><p class="message">{escape(cell.message)}</p>'
             f'<p>Replay: <code class="repro">{escape(cell.repro)}</code></p>'
             + (f"<details><summary>Shrunk input</summary><pre>{escape(case)}</pre></details>" if case else "")
             + "".join(_further(f) for f in further_failures(cell)) + "</details>")
-    return f'<section class="failures"><h2>Failures ({len(found)})</h2>{"".join(items)}</section>'
 
 
 def _inconclusive(matrix: Matrix) -> str:

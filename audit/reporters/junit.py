@@ -10,8 +10,10 @@ import re
 import xml.etree.ElementTree as ET
 
 from audit.contract import Status
+from audit.reporters import causes
 from audit.reporters.common import also_lines, headline
 from audit.reporters.statuses import PRESENTATION, junit_statuses
+from audit.results.causes import Cause
 from audit.results.cells import Cell
 from audit.results.matrix import Matrix, MatrixEntry
 
@@ -33,14 +35,16 @@ def render(matrix: Matrix) -> str:
         text = ", ".join(value) if isinstance(value, list) else "" if value is None else str(value)
         ET.SubElement(properties, "property", name=key, value=_clean(text))
     ET.SubElement(properties, "property", name="verdict", value=matrix.verdict or "")
+    of = {id(m.cell): cause for cause in causes.grouped(matrix) for m in cause.members}
     for entry, cell in cells:
-        suite.append(_testcase(matrix, entry, cell))
+        suite.append(_testcase(matrix, entry, cell, of.get(id(cell))))
     ET.SubElement(suite, "system-out").text = _clean(headline(matrix))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _testcase(matrix: Matrix, entry: MatrixEntry, cell: Cell) -> ET.Element:
+def _testcase(matrix: Matrix, entry: MatrixEntry, cell: Cell, cause: Cause | None) -> ET.Element:
+    """One cell's testcase; a failing one names its cause (the cause first in the message, for a CI's list)."""
     attributes = {"classname": _clean(", ".join(entry.owners) or "(no owner)"),
                   "name": _clean(f"{entry.name}::{cell.check}[{cell.dtype},{cell.device}]"),
                   "time": f"{cell.seconds:.3f}"}
@@ -48,10 +52,12 @@ def _testcase(matrix: Matrix, entry: MatrixEntry, cell: Cell) -> ET.Element:
         attributes.update(file=_clean(matrix.registry), line=str(entry.registry_line))
     case = ET.Element("testcase", attrib=attributes)
     element, message = PRESENTATION[cell.status].junit, _clean(cell.message)
-    detail = _clean("\n".join(filter(None, [cell.message, f"owner: {attributes['classname']}",
+    said = [f"cause: {cause.title}", *([f"likely fix: {cause.fix}"] if cause.fix else [])] if cause else []
+    detail = _clean("\n".join(filter(None, [cell.message, *said, f"owner: {attributes['classname']}",
                                             f"repro: {cell.repro}", *also_lines(cell)])))
     if element in ("failure", "error"):
-        ET.SubElement(case, element, message=_first_line(message), type=cell.status.value).text = detail
+        first = f"[{cause.title}] {_first_line(message)}" if cause else _first_line(message)
+        ET.SubElement(case, element, message=_clean(first), type=cell.status.value).text = detail
     elif element == "skipped":
         ET.SubElement(case, "skipped", message=_clean(f"{cell.status.value}: {message}"))
     elif cell.status is Status.XPASS and message:

@@ -2,28 +2,36 @@
 
 from __future__ import annotations
 
-from audit.reporters.common import (also_lines, columns, failure_line, group, headline, markdown_text, owner_groups,
-                                    problems, registry_of, row_label, rows, worst)
+from audit.reporters import causes
+from audit.reporters.common import (columns, group, headline, markdown_text, owner_groups, registry_of, row_label, rows,
+                                    worst)
 from audit.results.cells import Cell
 from audit.reporters.statuses import PRESENTATION
 from audit.results.matrix import Matrix
 
 
-def render(matrix: Matrix, *, by_owner: bool = False) -> str:
-    """Markdown text of ``matrix``; ``by_owner``: one table per owner."""
+def render(matrix: Matrix, *, by_owner: bool = False, owner: str | None = None) -> str:
+    """Markdown text of ``matrix``; ``by_owner``: one table per owner; ``owner``: that owner's causes first."""
     lines = [f"# {headline(matrix)}", "", _environment(matrix.environment or {}), ""]
     if by_owner:
         for owner, narrowed in owner_groups(matrix):
             lines += [f"## {markdown_text(owner)}", ""] + _table(narrowed) + [""]
     else:
         lines += _table(matrix)
-    found = problems(matrix)
-    if found:
-        lines += ["", "## Failures", ""]
-        for entry, cell in found:
-            lines.append(f"- {markdown_text(failure_line(entry, cell, registry_of(matrix)))}")
-            lines += [f"  - {markdown_text(line)}" for line in also_lines(cell)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + by_cause(matrix, owner)) + "\n"
+
+
+def by_cause(matrix: Matrix, owner: str | None = None) -> list[str]:
+    """The failures grouped by cause, as Markdown: a heading per tier, one per cause, its lines as a list."""
+    found = causes.grouped(matrix, owner)
+    lines = ["", "## Failures by cause"] if found else []
+    for tier, numbered in causes.tiers(found):
+        lines += ["", f"### {markdown_text(causes.tier_heading(tier, found))}"]
+        for number, cause in numbered:
+            lines += ["", f"**{number}. {markdown_text(cause.title)}**", ""]
+            lines += [f"{'  ' * line.startswith('  ')}- {markdown_text(line.strip())}"
+                      for _, line in causes.lines(cause, registry_of(matrix))]
+    return lines
 
 
 def _environment(env: dict) -> str:

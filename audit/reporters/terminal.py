@@ -17,8 +17,9 @@ from rich.text import Text
 from audit.contract import Status
 from audit.results.cells import Cell
 from audit.results.matrix import Matrix
-from audit.reporters.common import (SHOWN, also_lines, columns, failure_line, group, headline, owner_groups,
-                                    patch_lines, printable, problems, registry_of, row_label, rows, short, worst)
+from audit.reporters import causes
+from audit.reporters.common import (SHOWN, columns, group, headline, owner_groups, patch_lines, printable, registry_of,
+                                    row_label, rows, short, worst)
 from audit.reporters.statuses import PRESENTATION
 
 LEGEND = "  ".join(f"{shown.symbol} {status.value}" for status, shown in PRESENTATION.items()) + "  · no cell"
@@ -35,16 +36,22 @@ def style(status: Status) -> str:
     return PRESENTATION[status].style
 
 
-def render(matrix: Matrix, *, color: bool = False, width: int = 120, by_owner: bool = False, verbosity: int = 0) -> str:
-    """The table (one per owner with ``by_owner``), the failures and the verdict, as text (ANSI colours
-    when ``color``). ``verbosity`` -1 leaves out the table; 1 also spells out every cell that is neither a
-    pass nor a failure (skips, unsupported, waived, xpass) with its reason."""
+def render(matrix: Matrix, *, color: bool = False, width: int = 120, by_owner: bool = False, verbosity: int = 0,
+           owner: str | None = None) -> str:
+    """The failures grouped by cause (``owner``'s causes first), the table (one per owner with ``by_owner``) and
+    the verdict, as text (ANSI colours when ``color``). ``verbosity`` -1 leaves out the table; 1 also spells out
+    every cell that is neither a pass nor a failure (skips, unsupported, waived, xpass) with its reason."""
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False)
     shown = SHOWN + (NOTED if verbosity > 0 else ())
-    for entry, cell in problems(matrix, shown):
-        for line in [failure_line(entry, cell, registry_of(matrix))] + [f"  {a}" for a in also_lines(cell)]:
-            console.print(Text(printable(line), style=style(cell.status)), soft_wrap=True)
+    found = causes.grouped(matrix, owner, shown)
+    for tier, numbered in causes.tiers(found):
+        console.print(Text(causes.tier_heading(tier, found), style="bold"), soft_wrap=True)
+        for number, cause in numbered:
+            status = cause.members[0].cell.status
+            console.print(Text(printable(f"[{number}] {cause.title}"), style=f"bold {style(status)}"), soft_wrap=True)
+            for shown_status, line in causes.lines(cause, registry_of(matrix)):
+                console.print(Text(printable(f"    {line}"), style=style(shown_status)), soft_wrap=True)
     for line in patch_lines(matrix):
         console.print(Text(printable(line), style="bold yellow"), soft_wrap=True)
     if verbosity >= 0:

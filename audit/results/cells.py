@@ -21,6 +21,8 @@ class CellFailure:
     case: dict[str, Any] | None = None
     repro: str = ""
     script: str | None = field(default=None, compare=False, repr=False)
+    #: What the failure is, as declared where it was found (an extension: written when set).
+    kind: str = ""
     #: Keys of the failure object this version does not model, kept as read.
     extra: dict[str, Any] = field(default_factory=dict)
     #: The keys :meth:`to_json` writes that the object read lacked (left out again when written).
@@ -28,19 +30,20 @@ class CellFailure:
 
     def to_json(self) -> dict[str, Any]:
         """The contract's failure object."""
-        return restore({"message": self.message, "case": self.case, "repro": self.repro}, self.extra, self.absent)
+        data = {"message": self.message, "case": self.case, "repro": self.repro}
+        return restore(data | ({"kind": self.kind} if self.kind else {}), self.extra, self.absent)
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> CellFailure:
         """The inverse of :meth:`to_json`."""
-        return CellFailure(data.get("message", ""), data.get("case"), data.get("repro", ""),
-                           extra=unknown(data, FAILURE_KEYS), absent=missing(data, FAILURE_KEYS))
+        return CellFailure(data.get("message", ""), data.get("case"), data.get("repro", ""), kind=data.get("kind", ""),
+                           extra=unknown(data, FAILURE_KEYS + ("kind",)), absent=missing(data, FAILURE_KEYS))
 
 
 FAILURE_KEYS = ("message", "case", "repro")
 #: The keys of the contract's cell object: always written (the first row), written when set (the second).
 CELL_KEYS = ("check", "dtype", "device", "status", "claimed", "examples", "seconds", "message", "repro")
-CELL_OPTIONAL_KEYS = ("case", "expected", "metrics", "failures")
+CELL_OPTIONAL_KEYS = ("case", "expected", "metrics", "failures", "kind")
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,9 @@ class Cell:
     metrics: dict[str, Any] = field(default_factory=dict)
     script: str | None = field(default=None, compare=False, repr=False)
     failures: tuple[CellFailure, ...] = ()
+    #: The declared kind of the cell's first failure, or of its error (an extension: written when set); with the
+    #: check, what :mod:`audit.results.causes` groups failing cells by.
+    kind: str = ""
     #: Keys of the cell object this version does not model (a newer audit's, a tool's), kept as read.
     extra: dict[str, Any] = field(default_factory=dict)
     #: The always-written keys that the cell object read lacked (left out again when written).
@@ -95,6 +101,8 @@ class Cell:
             data["metrics"] = self.metrics
         if self.failures:
             data["failures"] = [f.to_json() for f in self.failures]
+        if self.kind:
+            data["kind"] = self.kind
         return restore(data, self.extra, self.absent)
 
     @staticmethod
@@ -106,6 +114,7 @@ class Cell:
                     repro=data.get("repro", ""), case=data.get("case"), expected=data.get("expected", False),
                     metrics=data.get("metrics", {}),
                     failures=tuple(CellFailure.from_json(f) for f in data.get("failures", ())),
+                    kind=data.get("kind", ""),
                     extra=unknown(data, CELL_KEYS + CELL_OPTIONAL_KEYS), absent=missing(data, CELL_KEYS))
 
 
@@ -118,7 +127,7 @@ def judge(entry: Entry, outcome: Outcome, *, claimed: bool, claim: str, today: s
     return Cell(check=key.check, dtype=key.dtype, device=key.device, status=status, claimed=claimed,
                 examples=outcome.examples, seconds=outcome.seconds, message=message, repro=repro,
                 case=outcome.case, expected=expected, metrics=dict(outcome.details), script=outcome.script,
-                failures=_failures(outcome, tuple(replays)))
+                failures=_failures(outcome, tuple(replays)), kind=outcome.kind)
 
 
 def _failures(outcome: Outcome, replays: tuple[str, ...]) -> tuple[CellFailure, ...]:
@@ -126,9 +135,9 @@ def _failures(outcome: Outcome, replays: tuple[str, ...]) -> tuple[CellFailure, 
     which the cell's own ``message``, ``case`` and ``repro`` say."""
     if not outcome.others:
         return ()
-    found = (Failure(outcome.message, outcome.case, outcome.script),) + outcome.others
+    found = (Failure(outcome.message, outcome.case, outcome.script, outcome.kind),) + outcome.others
     replays += ("",) * (len(found) - len(replays))
-    return tuple(CellFailure(f.message, f.case, r, f.script) for f, r in zip(found, replays))
+    return tuple(CellFailure(f.message, f.case, r, f.script, f.kind) for f, r in zip(found, replays))
 
 
 def _status(entry: Entry, outcome: Outcome, claimed: bool, claim: str, today: str) -> tuple[Status, str, bool]:

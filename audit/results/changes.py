@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from audit.results.causes import identity, title
 from audit.results.cells import Cell
 from audit.results.environment import FIELDS as MACHINE
 from audit.results.matrix import Matrix, MatrixEntry
@@ -52,11 +53,47 @@ class CellChange:
     kind: str
     message: str
     repro: str
+    #: The new cell's declared failure kind (``Cell.kind``), what regressions are grouped by.
+    finding: str = ""
 
     @property
     def where(self) -> str:
         """``entry check (dtype, device)``."""
         return f"{self.entry} {self.check} ({self.dtype}, {self.device})"
+
+
+@dataclass(frozen=True)
+class ChangeCause:
+    """Changed cells of one cause (:mod:`audit.results.causes`: check, masked kind, masked message)."""
+
+    check: str
+    kind: str
+    pattern: str
+    changes: tuple[CellChange, ...]
+
+    @property
+    def title(self) -> str:
+        """The cause in one line."""
+        return title(self.check, self.kind, self.pattern)
+
+    @property
+    def owners(self) -> tuple[str, ...]:
+        """Everyone who owns one of its cells' entries, sorted."""
+        return tuple(sorted({o for c in self.changes for o in c.owners or ("(no owner)",)}))
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        """Its entries' names, each once, in order."""
+        return tuple(dict.fromkeys(c.entry for c in self.changes))
+
+
+def by_cause(changes: tuple[CellChange, ...]) -> tuple[ChangeCause, ...]:
+    """``changes`` grouped by cause, the cause of most entries first, then in order of their first change."""
+    found: dict[tuple[str, str, str], list[CellChange]] = {}
+    for change in changes:
+        found.setdefault(identity(change.check, change.finding, change.message, (change.entry,)), []).append(change)
+    made = [ChangeCause(*key, tuple(members)) for key, members in found.items()]
+    return tuple(sorted(made, key=lambda c: -len(c.entries)))  # sorted() is stable: first changes first
 
 
 @dataclass(frozen=True)
@@ -140,7 +177,7 @@ def diff(old: Matrix, new: Matrix) -> Diff:
                 drift = "" if kind else drifted(old_cell.metrics, cell.metrics)
                 if kind or drift:
                     changes.append(CellChange(name, entry.owners, *key, old_cell.status.value, cell.status.value,
-                                              kind or "accuracy_drift", drift or cell.message, cell.repro))
+                                              kind or "accuracy_drift", drift or cell.message, cell.repro, cell.kind))
     env_old, env_new = old.environment or {}, new.environment or {}
     environment = tuple((key, env_old.get(key), env_new.get(key)) for key in ENVIRONMENT_KEYS
                         if env_old.get(key) != env_new.get(key))
@@ -176,4 +213,4 @@ def _label(name: str, key: tuple[str, str, str]) -> str:
 def _change_json(change: CellChange) -> dict[str, Any]:
     return {"entry": change.entry, "owner": list(change.owners), "check": change.check, "dtype": change.dtype,
             "device": change.device, "old": change.old, "new": change.new, "message": change.message,
-            "repro": change.repro}
+            "repro": change.repro} | ({"kind": change.finding} if change.finding else {})

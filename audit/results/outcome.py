@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from audit.results.kinds import ErrorKind
+
 
 class Verdict(str, enum.Enum):
     """What a worker observed on a cell, before claims and waivers make it a :class:`~audit.contract.Status`.
@@ -40,6 +42,8 @@ class Failure:
     message: str
     case: dict[str, Any] | None = None
     script: str | None = None
+    #: What the failure is, as it was declared where it was found (``Violation.kind``), without where or how much.
+    kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,11 +60,13 @@ class Outcome:
     script: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
     others: tuple[Failure, ...] = ()
+    #: The first failure's declared kind; an error's :class:`~audit.results.kinds.ErrorKind`; "" otherwise.
+    kind: str = ""
 
 
-def error_outcome(key: CellKey, message: str) -> Outcome:
-    """An ``error`` outcome: the audit could not decide."""
-    return Outcome(key, Verdict.ERRORED, message)
+def error_outcome(key: CellKey, message: str, kind: ErrorKind) -> Outcome:
+    """An ``error`` outcome: the audit could not decide, for a reason of ``kind``."""
+    return Outcome(key, Verdict.ERRORED, message, kind=kind.value)
 
 
 def outcome_to_json(outcome: Outcome) -> dict[str, Any]:
@@ -68,12 +74,15 @@ def outcome_to_json(outcome: Outcome) -> dict[str, Any]:
     return {"check": outcome.key.check, "dtype": outcome.key.dtype, "device": outcome.key.device,
             "verdict": outcome.verdict.value, "message": outcome.message, "examples": outcome.examples,
             "seconds": outcome.seconds, "case": outcome.case, "script": outcome.script, "details": outcome.details,
-            "others": [{"message": f.message, "case": f.case, "script": f.script} for f in outcome.others]}
+            "others": [{"message": f.message, "case": f.case, "script": f.script, "kind": f.kind}
+                       for f in outcome.others],
+            "kind": outcome.kind}
 
 
 def outcome_from_json(data: dict[str, Any]) -> Outcome:
-    """The inverse of :func:`outcome_to_json`; a record written before ``others`` existed has none. ValueError
-    on a verdict this audit does not know."""
-    others = tuple(Failure(f["message"], f["case"], f["script"]) for f in data.get("others", ()))
+    """The inverse of :func:`outcome_to_json`; a record written before ``others`` or ``kind`` existed has none.
+    ValueError on a verdict this audit does not know."""
+    others = tuple(Failure(f["message"], f["case"], f["script"], f.get("kind", "")) for f in data.get("others", ()))
     return Outcome(CellKey(data["check"], data["dtype"], data["device"]), Verdict(data["verdict"]), data["message"],
-                   data["examples"], data["seconds"], data["case"], data["script"], data["details"], others)
+                   data["examples"], data["seconds"], data["case"], data["script"], data["details"], others,
+                   data.get("kind", ""))

@@ -61,16 +61,39 @@ def test_diff_separates_code_changes_from_environment_changes():
     assert "cube gradcheck (float64, cpu): pass -> fail (target code and environment changed)" in text
 
 
-def test_regressions_come_first_grouped_by_owner():
+def test_regressions_come_first_grouped_by_cause_with_their_owners():
     old = matrix({("a", "gradcheck"): "pass", ("b", "gradcheck"): "pass", ("c", "forward"): "fail"})
     new = matrix({("a", "gradcheck"): "fail", ("b", "gradcheck"): "error", ("c", "forward"): "pass"},
                  owners={"a": ["@kernels"], "b": ["@core"]})
     text = render_text(diff(old, new))
-    assert text.index("@core") < text.index("@kernels") < text.index("Fixes")
+    assert "  [1] gradcheck: gradcheck says fail: 1 cell in 1 entry; owner @kernels" in text
+    assert text.index("[1] gradcheck") < text.index("[2] gradcheck: gradcheck says error") < text.index("Fixes")
     assert "(same code and environment: not deterministic?)" in text
     markdown = render_markdown(diff(old, new))
     assert markdown.startswith("## audit diff: REGRESSION (2 regression, 1 fix)")
-    assert "**@kernels**" in markdown and "| a gradcheck (float64, cpu) | pass | fail |" in markdown
+    assert "**2. gradcheck: gradcheck says error**: 1 cell in 1 entry; owner @core" in markdown
+    assert "| a gradcheck (float64, cpu) | pass | fail |" in markdown
+
+
+def test_a_diff_where_one_feature_broke_shows_one_group_of_regressions():
+    """Sixty gradcheck cells of thirty entries, passing before, all failing now with one declared kind and
+    messages that differ only in their numbers: one cause, every cell under it, its kind in the JSON."""
+    from tests.reporters.sample import many
+
+    broken = many()
+    for entry in broken["entries"]:
+        entry["cells"] = [c for c in entry["cells"] if c["check"] == "gradcheck"]
+    working = json.loads(json.dumps(broken))
+    for cell in (c for e in working["entries"] for c in e["cells"]):
+        cell.update(status="pass", message="", kind="")
+        del cell["kind"]
+    d = diff(working, broken)
+    text, markdown = render_text(d), render_markdown(d)
+    assert len(d.of("regression")) == 60 and text.count("  [") == 1 and "[2]" not in text
+    assert ("  [1] gradcheck: gradient of input # — max |analytic - numeric| = # at index (#) (analytic #, "
+            "numeric #); on ([#]): 60 cells in 30 entries; owners @kernels, @speech, @vision") in text
+    assert markdown.count("**1. gradcheck: gradient of input #") == 1 and "**2." not in markdown
+    assert {c["kind"] for c in d.to_json()["changes"]["regression"]} == {"gradient of input 1"}
 
 
 def test_diff_command_formats_and_exit_codes(tmp_path):

@@ -31,3 +31,23 @@ def test_report_as_json_writes_the_saved_matrix_back_unchanged(tmp_path):
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     result = CliRunner().invoke(cli, ["report", str(path), "--format", "json"])
     assert result.exit_code == 0 and result.output == path.read_text()
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "html"])
+def test_report_owner_shows_that_owners_causes_first(tmp_path, fmt):
+    """In many() every cause but one is everyone's: the one cause of a single owner comes first for that owner."""
+    from tests.reporters.sample import many
+
+    data = many()
+    solo, *others = data["entries"]
+    solo["owner"], solo["cells"] = ["@solo"], [c for c in solo["cells"] if c["check"] == "compile"]
+    for entry in others:
+        entry["cells"] = [c for c in entry["cells"] if c["check"] != "compile"]
+    path = tmp_path / "matrix.json"
+    path.write_text(json.dumps(data))
+    plain = CliRunner().invoke(cli, ["report", str(path), "--format", fmt])
+    mine = CliRunner().invoke(cli, ["report", str(path), "--format", fmt, "--owner", "@solo"])
+    assert plain.exit_code == mine.exit_code == 0
+    compile_first = mine.output.index("compile: raised RuntimeError")
+    assert plain.output.index("compile: raised RuntimeError") > plain.output.index("forward: output #")
+    assert compile_first < mine.output.index("gradcheck: gradient of input #")

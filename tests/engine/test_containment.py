@@ -63,6 +63,7 @@ def test_timeout_is_per_check_and_start_up_has_its_own_budget(write_registry, tm
     assert cells["slow"][0]["status"] == "pass", cells["slow"][0]["message"]
     assert cells["hang"][0]["status"] == "error"
     assert "timed out after 2 s during forward (float64, cpu)" in cells["hang"][0]["message"]
+    assert cells["hang"][0]["kind"] == "error: timed out" and "kind" not in cells["slow"][0]
     assert result.exit_code == 1
 
 

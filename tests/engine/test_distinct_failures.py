@@ -221,6 +221,24 @@ def test_further_failures_survive_the_cache_and_an_old_record_still_loads(tmp_pa
     assert "failures" not in one.to_json()
 
 
+def test_each_failures_declared_kind_travels_to_the_cache_the_cell_and_the_matrix_json(tmp_path):
+    """The kind the search found each failure by (the cause reports group by) is carried, not re-read from text."""
+    found = observe(_cell(tmp_path, "TwoBugs"), "gradcheck", examples=10, failures=3)
+    [other] = found.others
+    assert found.kind == "Jacobian mismatch for output 0 with respect to input 0" and other.kind != found.kind
+    assert other.kind.startswith("raised ValueError (at ") and other.kind.endswith(")")
+    record = outcome_to_json(found)
+    assert outcome_from_json(json.loads(json.dumps(record))) == found
+    del record["kind"], record["others"][0]["kind"]  # a record cached before kinds: none, still loads
+    assert outcome_from_json(record).kind == "" and outcome_from_json(record).others[0].kind == ""
+    data = judge(_cell(tmp_path, "TwoBugs"), found, claimed=True, claim="", today="2026-01-01", repro="r").to_json()
+    assert data["kind"] == found.kind and [f["kind"] for f in data["failures"]] == [found.kind, other.kind]
+    assert Cell.from_json(data).kind == found.kind and Cell.from_json(data).failures[1].kind == other.kind
+    held = judge(_cell(tmp_path, "TwoBugs"), found.__class__(found.key, HELD), claimed=True, claim="",
+                 today="2026-01-01", repro="r")
+    assert "kind" not in held.to_json()
+
+
 def _with_a_second_failure():
     data = matrix()
     cell = data["entries"][0]["cells"][1]
@@ -259,7 +277,7 @@ def test_run_writes_a_script_per_failure_merge_copies_them_and_a_fixed_rerun_lea
     assert red.exit_code == 1 and sorted(p.name for p in (shard / "repro").iterdir()) == sorted(names)
     cell = json.loads((shard / "matrix.json").read_text())["entries"][0]["cells"][0]
     assert [f["repro"] for f in cell["failures"]] == [f"python {shard / 'repro' / n}" for n in names]
-    assert "\n  also: " in red.output and f"repro: python {shard / 'repro' / names[1]}\n" in red.output
+    assert "\n      also: " in red.output and f"repro: python {shard / 'repro' / names[1]}\n" in red.output
     joined = CliRunner().invoke(cli, ["merge", str(shard / "matrix.json"), "--out", str(merged)])
     assert joined.exit_code == 1 and sorted(p.name for p in (merged / "repro").iterdir()) == sorted(names)
     cell = json.loads((merged / "matrix.json").read_text())["entries"][0]["cells"][0]

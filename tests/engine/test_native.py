@@ -92,8 +92,10 @@ def test_a_crash_or_a_failed_build_is_an_error_cell_and_the_rest_survives(tmp_pa
     crash = cells["aborts", "forward"]
     assert crash["status"] == "error"
     assert "killed by SIGABRT during forward (float64, cpu) on example" in crash["message"]
+    assert crash["kind"] == "error: worker died"
     build = cells["broken_build", "forward"]
     assert build["status"] == "error" and "building broken.cpp failed" in build["message"]
+    assert build["kind"] == "error: target could not be loaded"
     assert "error: expected" in build["message"] and "build.log" in build["message"]
 
 

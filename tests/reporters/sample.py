@@ -35,6 +35,7 @@ MATRIX = {
             _cell("gradcheck", "float64", "cpu", "fail",
                   "Jacobian mismatch for output 0 with respect to input 0: max |analytic - numeric| = 6 at "
                   "d out[0] / d in[0] (analytic -3, numeric 3); on ([1]) with N=1", seconds=0.5,
+                  kind="Jacobian mismatch for output 0 with respect to input 0",
                   case={"dims": {"N": 1}, "args": [{"shape": [1], "dtype": None, "requires_grad": True,
                                                     "values": [1.0]}]}),
             _cell("gradcheck", "float64", "cuda", "skip", "CUDA is not available here"),
@@ -48,7 +49,8 @@ MATRIX = {
             _cell("compile", "float64", "cpu", "waived", "waived (graph break, tracked in #123) until 2027-03-01"),
         ]),
         _entry("hang", ["@speech"], 31, [
-            _cell("forward", "float64", "cpu", "error", "timed out after 300 s in forward on ([3])", seconds=300.0),
+            _cell("forward", "float64", "cpu", "error", "timed out after 300 s in forward on ([3])", seconds=300.0,
+                  kind="error: timed out"),
         ]),
     ],
     "summary": {"pass": 3, "fail": 1, "unsupported": 1, "waived": 1, "xpass": 1, "skip": 1, "error": 1},
@@ -96,4 +98,43 @@ def wide() -> dict:
         entries.append(_entry(name, ["@ml-kernels"], 5 + 10 * i, cells))
     data = {**copy.deepcopy(MATRIX), "entries": entries, "verdict": "fail"}
     data["summary"] = {"pass": 9 * len(CHECK_NAMES) - 2, "fail": 1, "error": 1, "skip": 9 * len(CHECK_NAMES)}
+    return data
+
+
+def _case(*shapes) -> dict:
+    return {"dims": {}, "args": [{"shape": list(s), "dtype": None, "requires_grad": True, "values": []}
+                                 for s in shapes]}
+
+
+#: many()'s causes: (check, dtype, claimed, status, kind, message with {n} for a number that differs by cell).
+_GRADIENT = ("gradient of input 1: max |analytic - numeric| = {n}.5 at index (0, {n}) (analytic {n}, numeric 0.5); "
+             "on ([{n}, 3])")
+CAUSES = (
+    ("gradcheck", "float64", True, "fail", "gradient of input 1", _GRADIENT),
+    ("gradcheck", "float32", True, "fail", "gradient of input 1", _GRADIENT),
+    ("forward", "float64", True, "fail", "output 0",
+     "output 0: max |got - expected| = {n}e-3 > atol 1e-10 at index ({n},); on ([{n}])"),
+    ("compile", "float64", True, "fail", "raised RuntimeError (at pkg/ops.py:41)",
+     "raised RuntimeError: size mismatch: {n} vs {n}1 (at pkg/ops.py:41); on ([{n}])"),
+    ("compile", "float64", True, "fail", "raised RuntimeError (at pkg/ops.py:97)",
+     "raised RuntimeError: size mismatch: {n} vs {n}1 (at pkg/ops.py:97); on ([{n}])"),
+    ("vmap", "float64", True, "error", "error: timed out", "timed out after {n}00 s during vmap (float64, cpu)"),
+    ("dtype", "float16", False, "error", "output 0", "output 0 is not finite in float16 ({n} of {n}0 elements)"),
+)
+
+
+def many() -> dict:
+    """A registry of 30 entries of three owners whose 140 failing cells have 6 causes (two raising sites of one
+    exception are two causes; gradcheck's float64 and float32 cells one), one of them unclaimed probes."""
+    owners = (["@kernels"], ["@vision"], ["@kernels", "@speech"])
+    entries = []
+    for i in range(30):
+        name = f"op{i:02d}"
+        cells = [_cell(check, dtype, "cpu", status, message.format(n=i + 1), claimed=claimed, kind=kind,
+                       case=_case([i + 1, 3]))
+                 for check, dtype, claimed, status, kind, message in CAUSES
+                 if not (check == "compile" and i % 2 != int(kind.endswith("97)"))) and (check != "vmap" or i < 10)]
+        entries.append(_entry(name, owners[i % 3], 4 + 12 * i, cells))
+    data = {**copy.deepcopy(MATRIX), "entries": entries, "verdict": "fail"}
+    data["summary"] = {"fail": 120, "error": 40}
     return data

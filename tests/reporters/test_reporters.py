@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from audit.reporters import github, html, junit, markdown, terminal
-from tests.reporters.sample import hostile, matrix, typed, wide
+from audit.reporters import github, html, junit, markdown, sarif, terminal
+from tests.reporters.sample import hostile, many, matrix, typed, wide
 
 GOLDEN = Path(__file__).parent / "golden"
 RENDERERS = {
@@ -26,7 +26,11 @@ WIDTHS = (80, 120, 160)
 
 @pytest.mark.parametrize("name", RENDERERS)
 def test_reporter_matches_its_golden_file(name, request):
-    text = RENDERERS[name](typed(matrix()))
+    matches_golden(name, RENDERERS[name](typed(matrix())), request)
+
+
+def matches_golden(name: str, text: str, request) -> None:
+    """``text`` is the golden file ``name`` (written first under ``--update-golden``)."""
     path = GOLDEN / name
     if request.config.getoption("update_golden"):
         path.write_text(text)
@@ -52,7 +56,8 @@ def test_the_terminal_matrix_fits_the_width_with_every_heading_whole(width, requ
     assert "…" not in text and set(headings) == {"entry"} | {short(n) for n in columns(typed(wide()))}
     assert "cuda: 9 entries skipped: CUDA is not available here (torch.cuda.is_available() is False)" in lines
     assert not any("(cuda)" in ln for ln in table)
-    assert lines[0].startswith("registry.yaml:35: rms_norm gradcheck FAIL") and lines[-1].startswith("autograd-audit:")
+    assert lines[0] == "Failures of claimed cells: 1 cause, 1 owner" and lines[-1].startswith("autograd-audit:")
+    assert lines[3].startswith("    registry.yaml:35: rms_norm gradcheck FAIL")
 
 
 def test_html_escapes_every_string_from_a_registry_or_an_exception():
@@ -167,8 +172,10 @@ def test_sarif_validates_against_the_sarif_schema_and_points_at_registry_lines()
     log = json.loads(sarif.render(typed(hostile()), {"gradcheck": "the analytic gradient equals finite differences"}))
     jsonschema.validate(log, schema)
     run = log["runs"][0]
-    assert {r["id"] for r in run["tool"]["driver"]["rules"]} == {"forward", "gradcheck", "vmap", "compile"}
-    assert [r["ruleId"] for r in run["results"]] == ["gradcheck", "forward"]  # one per failing or erroring cell
+    rules = run["tool"]["driver"]["rules"]  # one per cause, each of its cells a result
+    assert [r["name"] for r in rules] == ["gradcheck", "forward"]
+    assert [r["ruleId"] for r in run["results"]] == [r["id"] for r in rules]
+    assert [r["ruleIndex"] for r in run["results"]] == [0, 1]
     where = run["results"][0]["locations"][0]["physicalLocation"]
     assert where == {"artifactLocation": {"uri": "registry.yaml"}, "region": {"startLine": 9}}
     assert "\x1b" not in json.dumps(log) and "\\u001b" not in json.dumps(log)
@@ -240,3 +247,78 @@ def test_the_html_banner_chips_count_what_the_headline_counts():
                         ("unclaimed probes (do not gate)", said.split("; ")[1].split(" in unclaimed")[0])):
         chips = re.findall(r"(\d+) (\w+)</span>", rows[label])
         assert ", ".join(f"{n} {s}" for n, s in chips) == part.strip(), (label, rows[label], said)
+
+
+#: A registry of many failures (tests/reporters/sample.py many(): 160 failing cells, 6 causes), in every report.
+MANY = {
+    "many.terminal.txt": lambda m: terminal.render(m, width=140, verbosity=-1),
+    "many.md": lambda m: markdown.render(m),
+    "many.html": lambda m: html.render(m),
+    "many.summary.md": lambda m: github.summary(m),
+    "many.junit.xml": lambda m: junit.render(m),
+    "many.sarif.json": lambda m: sarif.render(m),
+}
+
+
+@pytest.mark.parametrize("name", MANY)
+def test_a_registry_of_many_failures_matches_its_golden_file(name, request):
+    matches_golden(name, MANY[name](typed(many())), request)
+
+
+def test_every_report_shows_one_group_per_cause():
+    """160 failing cells of 6 causes: each report has 6 groups, each cause's line once, never a cell list of 160."""
+    import json
+
+    from audit.reporters import causes
+    from audit.reporters.common import markdown_text
+
+    found = causes.grouped(typed(many()))
+    assert len(found) == 6 and sum(len(c.members) for c in found) == 160
+    text, md = MANY["many.terminal.txt"](typed(many())), MANY["many.md"](typed(many()))
+    page, summary = MANY["many.html"](typed(many())), MANY["many.summary.md"](typed(many()))
+    for number, cause in enumerate(found, 1):
+        assert text.count(f"[{number}] {cause.title}\n") == 1
+        assert md.count(f"**{number}. {markdown_text(cause.title)}**") == 1
+        assert summary.count(f"| {number} | {markdown_text(cause.title)} |") == 1
+    assert page.count('<details class="cause ') == 6 and text.count("registry.yaml:") == 6 * causes.LISTED
+    log = json.loads(MANY["many.sarif.json"](typed(many())))["runs"][0]
+    assert len(log["tool"]["driver"]["rules"]) == 6 and len(log["results"]) == 160
+    suite = ET.fromstring(MANY["many.junit.xml"](typed(many()))).find("testsuite")
+    messages = [f.get("message") for f in suite.iter() if f.tag in ("failure", "error")]
+    assert len(messages) == 160 and {m.split("] ")[0][1:] for m in messages} == {c.title for c in found}
+
+
+def test_causes_come_claimed_failures_first_then_errors_then_probes_and_an_owner_first_within_each():
+    from audit.reporters import causes
+    from audit.results.causes import Tier
+
+    data = many()
+    for entry in data["entries"][1:]:  # the first compile site's cause now fails one entry only
+        entry["cells"] = [c for c in entry["cells"] if not c["kind"].endswith("41)")]
+    found = causes.grouped(typed(data))
+    assert [c.tier for c in found] == [Tier.FAILURE] * 4 + [Tier.ERROR, Tier.PROBE]
+    assert [len(c.entries) for c in found[:4]] == [30, 30, 15, 1]
+    mine = causes.grouped(typed(data), owner="@vision")
+    assert "@vision" not in found[3].owners and mine[3] == found[3]  # @vision's causes first: all of them here
+    data["entries"][0]["owner"] = ["@solo"]
+    solo = causes.grouped(typed(data), owner="@solo")
+    assert [len(c.entries) for c in solo[:4]] == [30, 30, 1, 15]  # @solo's one-entry cause before the 15
+
+
+def test_a_sarif_rule_stays_put_while_its_cause_does():
+    """Other numbers in the messages (another run's draws) keep each cause's rule id; another raising site does not."""
+    import json
+
+    def rules(data):
+        return [r["id"] for r in json.loads(sarif.render(typed(data)))["runs"][0]["tool"]["driver"]["rules"]]
+
+    from tests.reporters.sample import CAUSES
+
+    moved = many()
+    said = {(check, dtype, kind): message for check, dtype, _, _, kind, message in CAUSES}
+    for cell in (c for e in moved["entries"] for c in e["cells"]):
+        cell["message"] = said[cell["check"], cell["dtype"], cell["kind"]].format(n=98)
+    assert rules(moved) == rules(many())
+    for cell in (c for e in moved["entries"] for c in e["cells"] if c["check"] == "compile"):
+        cell["kind"] = cell["kind"].replace("41", "42")
+    assert len(set(rules(moved)) - set(rules(many()))) == 1

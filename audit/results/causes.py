@@ -1,0 +1,159 @@
+"""Failing cells grouped by cause: the check and the finding's declared kind, refined by what the findings share.
+
+A cause is (check, declared kind), each with its numbers masked (a raising site's ``file:line`` kept), refined by
+the message once numbers, shapes and the entry's own name are masked: eleven cells that say ``max |analytic -
+numeric| = 0.5`` and ``= 3`` of the same gradient are one cause. The kind is read from the cell (``Cell.kind``),
+never worked out from its message; a cell from an older matrix, without one, is grouped by its message alone.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from audit.contract import Status
+from audit.results.cells import Cell
+from audit.results.matrix import Matrix, MatrixEntry
+
+#: A failure's likely fix, by (check, masked kind): declared by each check, and by the engine for its errors
+#: (under the check "": any check).
+Fixes = Mapping[tuple[str, str], str]
+
+#: A number as messages write it (not the digits of a name: float64, in[0]'s 0 is masked, float64's 64 is not).
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.]*\w)|\b(?:nan|inf|NaN)\b")
+#: A shape or index once its numbers are masked: [#, #, #] and (#, #) read as one.
+_SHAPE = re.compile(r"\[#(?:, #)*\]")
+_TUPLE = re.compile(r"\(#(?:, #)+,?\)")
+#: A raising site's line, kept: two raises at different lines are different causes.
+_SITE = re.compile(r"(\.\w+:)(\d+)")
+#: The case's dims, as :meth:`audit.inputs.case.Case.describe` writes them: ``with B=#, N=#``.
+_DIMS = re.compile(r"\bwith \w+=#(?:, \w+=#)*")
+
+
+#: What a cause's line keeps of its messages' shared text.
+TITLE = 100
+
+
+class Tier(enum.IntEnum):
+    """Where a cause's group comes in a report: claimed failures, then errors, then what does not gate."""
+
+    FAILURE = 0
+    ERROR = 1
+    PROBE = 2
+
+
+TIER_TITLES = {Tier.FAILURE: "failures of claimed cells", Tier.ERROR: "errors (the audit could not decide)",
+               Tier.PROBE: "unclaimed probes (do not gate)"}
+
+
+@dataclass(frozen=True)
+class Member:
+    """One failing cell of a cause, with its entry."""
+
+    entry: MatrixEntry
+    cell: Cell
+
+    @property
+    def size(self) -> int:
+        """How many input elements its shrunk case has (a cell without a case counts as large)."""
+        args = (self.cell.case or {}).get("args")
+        if not isinstance(args, list):
+            return 1 << 62
+        return sum(math.prod(a.get("shape") or [1]) for a in args if isinstance(a, dict))
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One cause and the cells it fails, in matrix order."""
+
+    check: str
+    kind: str
+    pattern: str
+    tier: Tier
+    members: tuple[Member, ...]
+    fix: str = ""
+
+    @property
+    def title(self) -> str:
+        """The cause in one line (:func:`title`)."""
+        return title(self.check, self.kind, self.pattern)
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        """The names of the entries it fails, each once, in matrix order."""
+        return tuple(dict.fromkeys(m.entry.name for m in self.members))
+
+    @property
+    def owners(self) -> tuple[str, ...]:
+        """Everyone who owns one of its entries, sorted."""
+        return tuple(sorted({o for m in self.members for o in m.entry.owners or ("(no owner)",)}))
+
+    @property
+    def smallest(self) -> Member:
+        """The member whose shrunk case is smallest (the first of those): its replay is the one to run."""
+        return min(self.members, key=lambda m: m.size)
+
+
+def mask(text: str, names: Iterable[str] = ()) -> str:
+    """``text`` with numbers, shapes, the case's dims and ``names`` masked; a raising site's line kept."""
+    for name in sorted(filter(None, names), key=len, reverse=True):  # whole words only: "a" is not in "analytic"
+        text = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", "<name>", text)
+    pieces = _SITE.split(text)  # text, then per site its file's end and its line: the lines are kept
+    kept = [piece if i % 3 == 2 else _masked(piece) for i, piece in enumerate(pieces)]
+    return _DIMS.sub("with dims", "".join(kept))
+
+
+def _masked(text: str) -> str:
+    return _TUPLE.sub("(#)", _SHAPE.sub("[#]", _NUMBER.sub("#", text)))
+
+
+def title(check: str, kind: str, pattern: str) -> str:
+    """A cause in one line: the check, the kind, what its messages share (cut at TITLE characters):
+    ``gradcheck: gradient of input # — max |analytic - numeric| = # at ...``."""
+    said = _after_shared(kind, pattern) if kind else pattern
+    said = said if len(said) <= TITLE else said[:TITLE - 1].rstrip() + "…"
+    return f"{check}: " + " — ".join(filter(None, (kind, said)))
+
+
+def _after_shared(kind: str, pattern: str) -> str:
+    """``pattern`` without the words it begins with in common with ``kind`` (said once, in the kind)."""
+    shared = next((i for i, (a, b) in enumerate(zip(kind, pattern)) if a != b), min(len(kind), len(pattern)))
+    if shared < len(pattern) and pattern[shared].isalnum():
+        shared = pattern.rfind(" ", 0, shared) + 1  # a whole word only
+    return pattern[shared:].lstrip(" :;,—")
+
+
+def identity(check: str, kind: str, message: str, names: Iterable[str]) -> tuple[str, str, str]:
+    """What makes two failures one cause: the check, the masked kind and the masked message."""
+    names = tuple(names)
+    return check, mask(kind, names), mask(message, names)
+
+
+def tier(cell: Cell) -> Tier:
+    """A failing cell's tier: a claimed failure, an error, or a probe that does not gate."""
+    if not cell.gates(strict=False):
+        return Tier.PROBE
+    return Tier.FAILURE if cell.status is Status.FAIL else Tier.ERROR
+
+
+def causes(matrix: Matrix, fixes: Fixes | None = None, *, owner: str | None = None,
+           statuses: tuple[Status, ...] = (Status.FAIL, Status.ERROR)) -> tuple[Cause, ...]:
+    """The causes of every cell with one of ``statuses``: by tier, then the most entries first, then the order
+    of their first cell; ``owner``'s causes before everyone else's within each tier."""
+    found: dict[tuple[Tier, str, str, str], list[Member]] = {}
+    for entry, cell in matrix.pairs():
+        if cell.status in statuses:
+            found.setdefault(_key(entry, cell), []).append(Member(entry, cell))
+    fixes = fixes or {}
+    made = [Cause(check, kind, pattern, level, tuple(members), fixes.get((check, kind)) or fixes.get(("", kind), ""))
+            for (level, check, kind, pattern), members in found.items()]
+    first = {id(c): i for i, c in enumerate(made)}
+    return tuple(sorted(made, key=lambda c: (c.tier, owner is not None and owner not in c.owners,
+                                             -len(c.entries), first[id(c)])))
+
+
+def _key(entry: MatrixEntry, cell: Cell) -> tuple[Tier, str, str, str]:
+    return (tier(cell), *identity(cell.check, cell.kind, cell.message, (entry.name, entry.target)))
