@@ -35,7 +35,7 @@ def grouped(matrix: Matrix, owner: str | None = None, statuses: tuple[Status, ..
 def rule_id(cause: Cause) -> str:
     """A short id that stays put across runs while the cause does: ``gradcheck/3f2a9c1e``."""
     digest = hashlib.sha256(f"{cause.check}|{cause.kind}|{cause.pattern}".encode()).hexdigest()[:8]
-    return f"{cause.check}/{digest}"
+    return f"{cause.check or 'raised'}/{digest}"
 
 
 def listed(cause: Cause) -> tuple[list[Member], int]:

@@ -44,14 +44,16 @@ def render(matrix: Matrix, contracts: dict[str, str] | None = None) -> str:
 
 def _rule(cause: Cause, contract: str) -> dict:
     """A cause as a rule: its line, what its check proves, the likely fix and the smallest case's replay."""
-    text = contract or f"the {cause.check} property of autograd-audit"
+    text = contract or f"the {cause.check or ', '.join(cause.checks)} property of autograd-audit"
     fix = f" Likely fix: {cause.fix}." if cause.fix else ""
     level = "error" if cause.tier is not Tier.PROBE else "warning"
-    return {"id": rule_id(cause), "name": cause.check, "shortDescription": {"text": printable(cause.title)},
+    name = cause.check or ", ".join(cause.checks)
+    return {"id": rule_id(cause), "name": name, "shortDescription": {"text": printable(cause.title)},
             "fullDescription": {"text": text}, "defaultConfiguration": {"level": level},
             "help": {"text": printable(f"{causes.summary(cause)}.{fix} Replay the smallest failing case: "
                                        f"{cause.smallest.cell.repro}")},
-            "properties": {"check": cause.check, "kind": cause.kind, "owners": list(cause.owners)}}
+            "properties": {"check": cause.check or ", ".join(cause.checks), "kind": cause.kind,
+                           "owners": list(cause.owners)}}
 
 
 def _result(entry: MatrixEntry, cell: Cell, rule: str, index: int, registry: str) -> dict:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from audit.contract import Status
 from audit.results.cells import Cell
+from audit.results.kinds import ErrorKind
 from audit.results.matrix import Matrix, MatrixEntry
 
 #: A failure's likely fix, by (check, masked kind): declared by each check, and by the engine for its errors
@@ -26,7 +27,11 @@ Fixes = Mapping[tuple[str, str], str]
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.]*\w)|\b(?:nan|inf|NaN)\b")
 #: A shape or index once its numbers are masked: [#, #, #] and (#, #) read as one.
 _SHAPE = re.compile(r"\[#(?:, #)*\]")
-_TUPLE = re.compile(r"\(#(?:, #)+,?\)")
+_TUPLE = re.compile(r"\(#(?:, #)*,?\)")
+#: A ``module:Qualname`` (a proxy, a reference, a target) as messages name it: a name, masked.
+_SPEC = re.compile(r"(?<![\w/])[A-Za-z_][\w.]*:[A-Za-z_][\w.]*(?![\w(])")
+#: How the engine appends where a failure showed (:func:`audit.engine.cell._failure`): the case, not the cause.
+WHERE = "; on "
 #: A raising site's line, kept: two raises at different lines are different causes.
 _SITE = re.compile(r"(\.\w+:)(\d+)")
 #: The case's dims, as :meth:`audit.inputs.case.Case.describe` writes them: ``with B=#, N=#``.
@@ -78,8 +83,13 @@ class Cause:
 
     @property
     def title(self) -> str:
-        """The cause in one line (:func:`title`)."""
-        return title(self.check, self.kind, self.pattern)
+        """The cause in one line (:func:`title`); a raise met by several checks names them."""
+        return title(self.check or ", ".join(self.checks), self.kind, self.pattern)
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        """The checks whose cells it fails, each once, in matrix order."""
+        return tuple(dict.fromkeys(m.cell.check for m in self.members))
 
     @property
     def entries(self) -> tuple[str, ...]:
@@ -107,7 +117,7 @@ def mask(text: str, names: Iterable[str] = ()) -> str:
 
 
 def _masked(text: str) -> str:
-    return _TUPLE.sub("(#)", _SHAPE.sub("[#]", _NUMBER.sub("#", text)))
+    return _TUPLE.sub("(#)", _SHAPE.sub("[#]", _NUMBER.sub("#", _SPEC.sub("<name>", text))))
 
 
 def title(check: str, kind: str, pattern: str) -> str:
@@ -155,5 +165,21 @@ def causes(matrix: Matrix, fixes: Fixes | None = None, *, owner: str | None = No
                                              -len(c.entries), first[id(c)])))
 
 
+#: How the search names the kind of a target's exception (:func:`audit.engine.explore._raised`): "raised
+#: TypeError (at pkg/ops.py:41 in f)". One raising site is one cause in whichever checks met it, as is one of the
+#: engine's errors (a worker lost, a proxy at fault): neither is about the check that met it.
+RAISED = "raised "
+_ENGINE_KINDS = frozenset(kind.value for kind in ErrorKind)
+
+
 def _key(entry: MatrixEntry, cell: Cell) -> tuple[Tier, str, str, str]:
-    return (tier(cell), *identity(cell.check, cell.kind, cell.message, (entry.name, entry.target)))
+    check = "" if cell.kind.startswith(RAISED) or cell.kind in _ENGINE_KINDS else cell.check
+    return (tier(cell), *identity(check, cell.kind, without_case(cell), (entry.name, entry.target)))
+
+
+def without_case(cell: Cell) -> str:
+    """A cell's message without the case the engine appended to it (``; on ([2, 3]) with B=2``): where the failure
+    showed differs from entry to entry, what failed does not."""
+    if cell.case is None or WHERE not in cell.message:
+        return cell.message
+    return cell.message.rsplit(WHERE, 1)[0]

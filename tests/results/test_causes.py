@@ -59,3 +59,20 @@ def test_the_likely_fix_comes_from_the_checks_declaration_for_that_kind_not_from
     assert len(undeclared) == 1 and undeclared[0].fix == "" and undeclared[0].kind == ""
     timed_out = _cell("vmap", "float64", "cpu", "error", "timed out after 3 s", kind="error: timed out")
     assert "--timeout" in grouped(_matrix(_entry("a", ["@x"], 1, [timed_out])))[0].fix
+
+
+def test_one_raising_site_is_one_cause_in_every_check_that_met_it():
+    raised = [_cell(check, "float64", "cpu", "fail", "raised TypeError: forward() missing 1 argument (at pkg/ops.py:5)"
+                    f"; on ([{n}])", kind="raised TypeError (at pkg/ops.py:5)", case=_case([n]))
+              for n, check in enumerate(("forward", "gradcheck", "dtype"), 1)]
+    found = causes(_matrix(_entry("a", ["@x"], 1, raised)))
+    assert len(found) == 1 and found[0].checks == ("forward", "gradcheck", "dtype"), found
+    assert found[0].title.startswith("forward, gradcheck, dtype: raised TypeError (at pkg/ops.py:5)"), found[0].title
+
+
+def test_where_a_failure_showed_is_no_part_of_its_cause():
+    shapes = [_cell("dtype", "float64", "cpu", "fail", f"output 0 is float32 for float64 inputs; on ({shape})",
+                    kind="output 0", case=_case([1])) for shape in ("[1]", "[1, 1], 2.0", "[2] sparse_coo (1 of 2)")]
+    found = causes(_matrix(*[_entry(name, ["@x"], i, [cell]) for i, (name, cell) in enumerate(zip("abc", shapes))]))
+    assert len(found) == 1 and found[0].entries == ("a", "b", "c"), [c.title for c in found]
+    assert "on (" not in found[0].title
