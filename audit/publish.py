@@ -15,14 +15,16 @@ from audit.reporters import github, html, junit, markdown, sarif, terminal
 from audit.results.matrix import Matrix
 
 #: What ``audit run`` and ``audit merge`` write beside the matrix.
-FILES = {"matrix.md": markdown.render, "matrix.html": html.render, "junit.xml": junit.render}
+FILES = {"matrix.md": lambda m, owner: markdown.render(m, owner=owner),
+         "matrix.html": lambda m, owner: html.render(m, owner=owner), "junit.xml": lambda m, owner: junit.render(m)}
 FORMATS = ("text", "md", "html", "junit", "github", "json", "sarif")
 
 
-def write_all(folder: Path, matrix: Matrix) -> None:
-    """``matrix.json`` last, so that its presence means every other report is there too."""
+def write_all(folder: Path, matrix: Matrix, owner: str | None = None) -> None:
+    """``matrix.json`` last, so that its presence means every other report is there too; ``owner``'s causes of
+    failure first in each."""
     for name, render in FILES.items():
-        write_atomic(folder / name, render(matrix))
+        write_atomic(folder / name, render(matrix, owner))
     write_atomic(folder / "matrix.json", matrix.to_text())
 
 
@@ -34,14 +36,14 @@ def drop_stale_scripts(out: Path, kept: set[str]) -> None:
             stale.unlink()
 
 
-def show(matrix: Matrix, output_format: str, verbosity: int = 0) -> None:
+def show(matrix: Matrix, output_format: str, verbosity: int = 0, owner: str | None = None) -> None:
     """The report on stdout: text, GitHub's annotations before it (and its job summary), or the matrix
-    as JSON for tools."""
+    as JSON for tools; ``owner``'s causes of failure first."""
     colored = output_format == "text" and color(sys.stdout)
-    click.echo(render(matrix, output_format, color=colored, width=_width(), verbosity=verbosity), nl=False,
-               color=colored)
+    click.echo(render(matrix, output_format, color=colored, width=_width(), verbosity=verbosity, owner=owner),
+               nl=False, color=colored)
     if output_format == "github":
-        github_summary(matrix)
+        github_summary(matrix, owner)
 
 
 def _width() -> int:

@@ -59,8 +59,9 @@ def _audit(loaded, settings: Settings) -> int:
     if result is None:
         result = _empty_result()
     matrix = build(result, loaded, options, strict=settings.strict, shard=split)
-    show(matrix, settings.output_format, -1 if settings.quiet else settings.verbosity)  # shown even if out fails
-    _write(Path(settings.out), matrix, result)
+    show(matrix, settings.output_format, -1 if settings.quiet else settings.verbosity,  # shown even if out fails
+         settings.owner)
+    _write(Path(settings.out), matrix, result, settings.owner)
     if options.cache_dir:
         click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
                    f"{options.cache_dir}; {result.computed} computed", err=True)
@@ -118,11 +119,11 @@ def _empty_result():
 REPLAYED = (Status.FAIL, Status.WAIVED)
 
 
-def _write(out: Path, matrix: Matrix, result) -> None:
+def _write(out: Path, matrix: Matrix, result, owner: str | None = None) -> None:
     scripts = {script_name(entry.entry.name, cell.check, cell.dtype, cell.device, number): script
                for entry in result.entries for cell in entry.cells if cell.status in REPLAYED
                for number, script in enumerate(cell.scripts(), 1)}
     for name, script in scripts.items():
         write_atomic(out / "repro" / name, script)
     drop_stale_scripts(out, set(scripts))
-    publish.write_all(out, matrix)
+    publish.write_all(out, matrix, owner)

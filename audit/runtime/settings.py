@@ -112,6 +112,8 @@ class Settings:
     verbosity: int = setting(0, "-v: also every skip, unsupported, waived and xpass cell with its reason.",
                              flags=("-v", "--verbose"), count=True)
     quiet: bool = setting(False, "Only the failures and the verdict (no table, no progress).", flags=("-q", "--quiet"))
+    owner: str | None = setting(None, "This owner's causes of failure first in every report it writes and shows "
+                                      "(@vision).", metavar="OWNER")
 
 
 @dataclass(frozen=True)

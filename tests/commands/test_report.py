@@ -51,3 +51,23 @@ def test_report_owner_shows_that_owners_causes_first(tmp_path, fmt):
     compile_first = mine.output.index("compile: raised RuntimeError")
     assert plain.output.index("compile: raised RuntimeError") > plain.output.index("forward: output #")
     assert compile_first < mine.output.index("gradcheck: gradient of input #")
+
+
+def test_the_reports_a_run_writes_put_its_owners_causes_first(tmp_path):
+    """audit run --owner: the files it writes beside the matrix order causes as audit report --owner does."""
+    from audit.publish import write_all
+    from tests.reporters.sample import many, typed
+
+    data = many()
+    solo, *others = data["entries"]
+    solo["owner"], solo["cells"] = ["@solo"], [c for c in solo["cells"] if c["check"] == "compile"]
+    for entry in others:
+        entry["cells"] = [c for c in entry["cells"] if c["check"] != "compile"]
+    for owner, folder in ((None, tmp_path / "plain"), ("@solo", tmp_path / "mine")):
+        folder.mkdir()
+        write_all(folder, typed(data), owner)
+    for name in ("matrix.md", "matrix.html"):
+        plain, mine = ((tmp_path / f / name).read_text() for f in ("plain", "mine"))
+        assert plain.index("compile: raised RuntimeError") > plain.index("forward: output #"), name
+        assert mine.index("compile: raised RuntimeError") < mine.index("forward: output #"), name
+    assert "--owner" in CliRunner().invoke(cli, ["run", "--help"]).output
