@@ -158,6 +158,11 @@ _DECLARATIONS = (
         dtype_claimed=lambda entry, dtype: dtype in entry.supports.dtypes,
         claim="supports.dtypes",
         version=4,
+        fixes=tuple((f"{what} is {got} for {given} inputs", "compute in the input's dtype, or cast the result back "
+                     "before returning it (a backward returns each gradient in its input's dtype)")
+                    for what in ("output #", "gradient of input #")
+                    for got, given in (("float32", "float64"), ("float64", "float32"), ("float32", "float16"),
+                                       ("float32", "bfloat16"))),
     ),
     Check(
         name="device",
@@ -178,6 +183,10 @@ _DECLARATIONS = (
         claim="supports.noncontiguous",
         layouts=True,
         version=2,
+        fixes=(("gradient of input #", "the backward assumes a contiguous layout: call .contiguous() on what it "
+                                       "indexes (inputs, saved tensors, grad_output), or index by strides"),
+               ("output #", "the forward assumes a contiguous layout: call .contiguous() on its inputs, or index by "
+                            "strides")),
     ),
     Check(
         name="alias",
@@ -191,6 +200,8 @@ _DECLARATIONS = (
                  "(grad += 1) changes no input, output or later gradient (gradients may share memory with each "
                  "other or with grad_output, as torch's own add and cat do)",
         version=2,
+        fixes=(("output # shares storage with input # (a view or the input itself where a copy was promised)",
+                "return a copy (.clone()), or declare views: [that input] in the registry"),),
     ),
     Check(
         name="saved_tensors",
@@ -201,6 +212,10 @@ _DECLARATIONS = (
         contract="after forward, modifying any input or output in place either makes backward raise autograd's "
                  "'modified by an inplace operation' error or leaves the gradient unchanged; a silently "
                  "different gradient means a tensor kept outside save_for_backward",
+        fixes=tuple((f"after {what} # was modified in place between forward and backward, backward silently returned "
+                     "a different gradient", "keep what backward reads with ctx.save_for_backward (autograd then "
+                     "refuses a tensor modified since), not on ctx, and read ctx.saved_tensors once")
+                    for what in ("input", "output")),
     ),
     Check(
         name="vmap",
