@@ -48,8 +48,8 @@ def test_planted_bug_exits_1_with_a_message_that_points_at_it(write_registry, tm
     result = _run("run", "--registry", str(registry), "--out", str(out), "--check", "gradcheck",
                   "--check", "forward", "--progress", "off")
     assert result.exit_code == 1
-    line = next(ln for ln in result.output.splitlines()
-                if re.match(rf"{re.escape(str(registry))}:\d+: broken gradcheck FAIL", ln))
+    line = next(ln.strip() for ln in result.output.splitlines()  # each failing cell, under its cause
+                if re.match(rf"\s*{re.escape(str(registry))}:\d+: broken gradcheck FAIL", ln))
     assert "(float64, cpu)" in line and "owner @ml-kernels" in line and "max |analytic - numeric|" in line
     assert "repro: audit repro broken gradcheck --dtype float64 --device cpu --seed 0 --registry" in line
     scripts = list((out / "repro").glob("broken__gradcheck__*.py"))
@@ -63,14 +63,17 @@ def test_planted_bug_exits_1_with_a_message_that_points_at_it(write_registry, tm
 
 
 def test_quiet_run_prints_only_the_failing_cells_and_the_verdict(write_registry, tmp_path):
-    """-q: no progress line, no matrix; each failing cell's line, then the verdict."""
+    """-q: no progress line, no matrix; each failing cell's line under its cause, then the verdict."""
     registry = write_registry([CUBE, BROKEN], defaults=DEFAULTS)
     done = subprocess.run([sys.executable, "-m", "audit", "run", "--registry", str(registry), "--out",
                            str(tmp_path / "out"), "--check", "gradcheck", "-q"], capture_output=True, text=True)
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr == "", done.stderr  # no "[1/2] cube: 1 pass" line
     lines = done.stdout.splitlines()
-    assert [ln.split(": ")[1] for ln in lines[:-1]] == ["broken gradcheck FAIL (float64, cpu)"], lines
+    cells = [ln.strip() for ln in lines if ln.startswith(" ") and f"{registry}:" in ln]
+    assert [ln.split(": ")[1] for ln in cells] == ["broken gradcheck FAIL (float64, cpu)"], lines
+    assert lines[0] == "Failures of claimed cells: 1 cause, 1 owner" and lines[1].startswith("[1] gradcheck: "), lines
+    assert not any("│" in ln or "cube" in ln for ln in lines), lines  # no matrix, no passing entry
     assert lines[-1] == "autograd-audit: FAIL: 1 pass, 1 fail (claimed)"
 
 
