@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+#: This test session, inherited by every process it starts: a process of another session in the same checkout (CI runs
+#: two stacks there at once) is not this one's.
+os.environ.setdefault("AUDIT_TEST_SESSION", str(os.getpid()))
 
 
 def _triton_through_its_interpreter() -> None:

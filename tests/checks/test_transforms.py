@@ -154,13 +154,14 @@ def test_unclaimed_transform_failures_are_recorded_not_gated(write_registry, tmp
 
 
 def _rank_processes() -> list[int]:
-    """Live processes started from this one that run a distributed-check rank (by their PYTHONPATH, which
-    conftest sets: ranks of other test runs on the same machine are not ours): started ones by their command
-    line, ones a worker forked by their name (their command line is the worker's)."""
+    """Live processes started from this one that run a distributed-check rank (by their PYTHONPATH and test session,
+    which conftest sets: ranks of other test runs on the same machine, or in the same checkout, are not ours): started
+    ones by their command line, ones a worker forked by their name (their command line is the worker's)."""
     import os
     from pathlib import Path
 
     ours = os.environ["PYTHONPATH"].split(os.pathsep)[0].encode()  # this checkout (conftest puts it first)
+    mine = os.environ["AUDIT_TEST_SESSION"].encode()  # this session: CI runs another in the same checkout
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
@@ -170,9 +171,10 @@ def _rank_processes() -> list[int]:
             continue
         # The PYTHONPATH entry itself, not any mention: another checkout's run has this one's path elsewhere
         # in its environment (its venv's PATH).
-        paths = [v for k, _, v in (item.partition(b"=") for item in environment.split(b"\0")) if k == b"PYTHONPATH"]
+        values = dict(item.partition(b"=")[::2] for item in environment.split(b"\0"))
+        paths, session = values.get(b"PYTHONPATH"), values.get(b"AUDIT_TEST_SESSION")
         rank = b"audit.runtime.ddp_rank" in command or name == NAME
-        if rank and paths and ours in paths[0].split(os.pathsep.encode()):
+        if rank and paths and ours in paths.split(os.pathsep.encode()) and session == mine:
             found.append(int(proc.name))
     return [pid for pid in found if pid != os.getpid()]
 
