@@ -1411,19 +1411,13 @@ def proxy_gradients(proxy, args, seed: int, dtype) -> list:
     """The proxy's gradients of <its differentiable outputs, :func:`cotangents_in` ``dtype``> for the arguments
     that require grad (zeros where unused), on new leaves with the values of ``args``: a :class:`ProxyError` where
     it raises, carries no gradient, or gives one that is NaN or inf."""
-    leaves = fresh(args)
     try:
-        outputs = differentiable(outputs_of(proxy(*leaves)))
-        if not outputs:
-            raise ProxyError("the proxy returned no output that carries a gradient (its autograd gradient is the "
-                             "intended one: build it from differentiable torch ops)")
-        inputs = grad_inputs(leaves)
-        found = filled(torch.autograd.grad(outputs, inputs, cotangents_in(outputs, seed, dtype), allow_unused=True),
-                       inputs)
-    except ProxyError:
-        raise
+        found = rounded_vjps(proxy, fresh(args), seed, dtype)[1]
     except Exception as exc:
         raise ProxyError(f"the proxy raised {type(exc).__name__}: {first_line(exc)}{user_site(exc)}") from exc
+    if not found:
+        raise ProxyError("the proxy returned no output that carries a gradient (its autograd gradient is the "
+                         "intended one: build it from differentiable torch ops)")
     for i, g in enumerate(found):
         bad = ~torch.isfinite(dense(g).detach())
         if bad.any():
@@ -1460,10 +1454,8 @@ def proxy_mismatches(fn, proxy, args, seed: int, tol, dtype, own_error: bool = F
     differences of the forward: the backward is meant not to be its derivative. The proxy is first held to its own
     finite differences there (:func:`proxy_differentiable`): a proxy that is not a smooth primitive says nothing."""
     proxy_differentiable(proxy, args)
-    outputs = differentiable(outputs_of(fn(*args)))
+    outputs, got = rounded_vjps(fn, args, seed, dtype)
     inputs = grad_inputs(args)
-    got = filled(torch.autograd.grad(outputs, inputs, cotangents_in(outputs, seed, dtype), allow_unused=True),
-                 inputs) if outputs and inputs else []
     truth = proxy_gradients(proxy, leaves_in(args, torch.float64), seed, dtype)
     name = str(dtype).replace("torch.", "")
     how = ""
