@@ -402,10 +402,11 @@ def _locate(fn, inputs, eps, atol, rtol) -> str | None:
     return _said(found, atol, rtol) if found else None
 
 
-def _worst(fn, inputs, eps, atol, rtol):
-    """The element of the analytic Jacobian furthest past its allowance from the numeric one: (output, input, flat
-    index in their block, analytic value, numeric value, output index, input index), or None where none is past."""
-    analytic = _analytic(fn, inputs)
+def _worst(fn, inputs, eps, atol, rtol, jacobian=None):
+    """The element of the analytic Jacobian (reverse mode; ``jacobian``, e.g. :func:`_forward_analytic`, to take it
+    another way) furthest past its allowance from the numeric one: (output, input, flat index in their block,
+    analytic value, numeric value, output index, input index), or None where none is past."""
+    analytic = (jacobian or _analytic)(fn, inputs)
     numeric = _numeric(fn, inputs, eps)
     worst = None
     for (o, i), a in analytic.items():
@@ -468,6 +469,58 @@ def explain_gradgradcheck_failure(fn, inputs, exc: Exception, options: dict, see
         steady = (f"; numeric {finer:.6g} at a quarter of the step: it moves with the step, so finite differences "
                   "cannot resolve it at this tolerance (a tolerance question, not a wrong second derivative)")
     return f"second derivative: {located}{steady}; torch.autograd.gradgradcheck: {said}"
+
+
+def explain_forward_ad_failure(fn, inputs, exc: Exception, options: dict) -> str:
+    """torch's forward-mode gradcheck failure located as :func:`explain_gradcheck_failure` locates gradcheck's: the
+    Jacobian built from the target's jvps (one unit tangent per input element), its largest difference from central
+    differences, both values, the allowance, and whether the numeric value stays when the step is quartered (it
+    does: the jvp is wrong there; it moves: finite differences cannot resolve it at this tolerance)."""
+    said = torch_sentence(exc)
+    eps, atol, rtol = options["eps"], options["atol"], options["rtol"]
+    try:
+        found = _worst(fn, inputs, eps, atol, rtol, jacobian=_forward_analytic)
+        if found is None:
+            return f"forward-mode AD: {said} (not located element by element)"
+        o, i, flat = found[:3]
+        finer = _numeric(fn, inputs, eps / 4)[(o, i)].reshape(-1)[flat].item()
+    except Exception:  # the diagnosis is a courtesy; torch's message still stands
+        return f"forward-mode AD: {said}"
+    analytic, numeric = found[3].reshape(-1)[flat].item(), found[4].reshape(-1)[flat].item()
+    located = _said(found, atol, rtol).replace("analytic", "jvp")
+    if not (math.isfinite(analytic) and math.isfinite(numeric)):
+        steady = ""
+    elif abs(finer - numeric) <= 0.1 * abs(analytic - numeric):
+        steady = f"; numeric {finer:.6g} at a quarter of the step: stable, the jvp is wrong there"
+    else:
+        steady = (f"; numeric {finer:.6g} at a quarter of the step: it moves with the step, so finite differences "
+                  "cannot resolve it at this tolerance (a tolerance question, not a wrong jvp)")
+    return f"forward-mode AD: {located}{steady}; torch.autograd.gradcheck: {said}"
+
+
+def _forward_analytic(fn, inputs) -> dict:
+    """:func:`_analytic`'s blocks taken by forward-mode AD: column k of block (o, i) is the tangent of output o for
+    the unit tangent on element k of input i (zero tangents elsewhere)."""
+    import torch.autograd.forward_ad as fwad
+
+    base = [x.detach() for x in inputs]
+    columns: dict = {}
+    for i, x in enumerate(base):
+        for k in range(x.numel()):
+            with fwad.dual_level():
+                duals = [fwad.make_dual(y, torch.zeros_like(y).view(-1).index_fill_(0, torch.tensor(k), 1.0)
+                                        .view_as(y) if j == i else torch.zeros_like(y))
+                         for j, y in enumerate(base)]
+                out = fn(*duals)
+                for o, y in enumerate(out if isinstance(out, tuple) else (out,)):
+                    tangent = fwad.unpack_dual(y).tangent
+                    column = (torch.zeros(y.numel(), dtype=torch.float64) if tangent is None
+                              else wide(tangent.detach()).reshape(-1))
+                    columns.setdefault((o, i), []).append(column)
+    shapes = _output_shapes(fn, inputs)
+    return {(o, i): (torch.stack(columns[(o, i)], dim=1) if (o, i) in columns
+                     else torch.zeros(math.prod(shapes[o]), 0, dtype=torch.float64))
+            for o in range(len(shapes)) for i in range(len(base))}
 
 
 def _excess(a, n, atol: float, rtol: float):

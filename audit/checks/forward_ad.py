@@ -7,8 +7,8 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import (GradcheckError, ProxyError, first_line, grad_inputs, leaves_in, mismatches, tangents,
-                       torch_sentence, wrapped)
+from audit.kit import (GradcheckError, ProxyError, explain_forward_ad_failure, first_line, grad_inputs, leaves_in,
+                       mismatches, tangents, wrapped)
 from audit.toolkit.jacobian import (differences_meaningful, gradcheck_options, gradcheck_values,
                                     gradients_through_grad, wrap)
 
@@ -19,7 +19,8 @@ MISMATCH = "forward-mode AD: "
 
 def forward_ad(fn, ref, args, *, options, seed=0, tol=None, dtype=None, proxy=None, proxy_name="") -> list:
     """torch's gradcheck with only the forward-mode comparison turned on, with the audit's ``options`` for the
-    cell; a target without a forward-mode formula fails too. With a declared ``proxy``, the jvps against the
+    cell, its failure located and sized (:func:`~audit.kit.explain_forward_ad_failure`); a target without a
+    forward-mode formula fails too. With a declared ``proxy``, the jvps against the
     proxy's instead (:func:`jvps_against_proxy`)."""
     inputs = grad_inputs(args)
     if not inputs:
@@ -33,7 +34,7 @@ def forward_ad(fn, ref, args, *, options, seed=0, tol=None, dtype=None, proxy=No
         return [f"no forward-mode formula: {first_line(exc)} (define a jvp staticmethod using ctx.save_for_forward, "
                 "or claim supports.forward_ad: false)"]
     except GradcheckError as exc:
-        return [f"forward-mode AD: {torch_sentence(exc)}"]
+        return [explain_forward_ad_failure(wrapped(fn, args), inputs, exc, options)]
     return []
 
 

@@ -58,3 +58,33 @@ def test_a_second_derivative_that_finite_differences_cannot_resolve_says_so():
     else:
         raise AssertionError("gradgradcheck held")
     assert "moves with the step" in said and "tolerance question" in said, said
+
+
+def test_a_forward_ad_failure_says_where_by_how_much_and_whether_it_is_stable(tmp_path):
+    spec = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 3]}, "supports": {"forward_ad": True}}
+    found = observe(entry(tmp_path, target="tests.fixtures.broken:WrongJvp", **spec), "forward_ad", examples=3)
+    assert found.verdict == VIOLATED
+    said = re.search(r"forward-mode AD: Jacobian mismatch for output 0 with respect to input 0: max \|jvp - numeric\| "
+                     r"= \S+ at d out\[\d\] / d in\[\d\] \(jvp (\S+), numeric (\S+)\) > atol", found.message)
+    assert said, found.message
+    jvp, numeric = float(said.group(1)), float(said.group(2))
+    assert abs(jvp - 2 / 3 * numeric) <= 1e-3 * abs(numeric), found.message  # the planted jvp is 2x², not 3x²
+    assert "at a quarter of the step: stable, the jvp is wrong there" in found.message, found.message
+
+
+def test_a_jvp_that_finite_differences_cannot_resolve_at_their_step_says_so():
+    import torch
+
+    from audit.kit import GradcheckError, explain_forward_ad_failure
+    from tests.fixtures.broken import CubeJvp
+
+    x = torch.tensor([0.3, -0.7], dtype=torch.float64, requires_grad=True)
+    options = {"eps": 0.1, "atol": 1e-5, "rtol": 1e-5}  # a right jvp, a coarse step: x³ differenced is off by eps²
+    try:
+        torch.autograd.gradcheck(CubeJvp.apply, (x,), check_forward_ad=True, check_backward_ad=False,
+                                 check_batched_grad=False, **options)
+    except GradcheckError as exc:
+        said = explain_forward_ad_failure(CubeJvp.apply, [x], exc, options)
+    else:
+        raise AssertionError("the forward-mode gradcheck held")
+    assert "moves with the step" in said and "not a wrong jvp" in said, said

@@ -68,7 +68,7 @@ ROWS: list[Planted] = [
             {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 4]}, "reference": f"{B}two_outputs_reference"},
             f"{B}TwoOutputs", "backward through output 1 alone: gradient of input 0"),
     Planted(f"{B}WrongJvp", "forward_ad", {**SINGLE, "supports": {"forward_ad": True}}, f"{B}CubeJvp",
-            "forward-mode"),
+            "forward-mode AD: Jacobian mismatch for output 0 with respect to input 0: max |jvp - numeric|"),
     Planted("tests.fixtures.vocabulary:CubeBareJvp", "forward_ad", {**SINGLE, "supports": {"forward_ad": True}},
             f"{B}CubeJvp", "no forward-mode formula"),
 ]
