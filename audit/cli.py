@@ -212,6 +212,34 @@ def scan_cli(**options) -> None:
     _exit(lambda: scan(**options))
 
 
+@cli.command("mutate")
+@click.argument("entries", nargs=-1)
+@setting_option("registry")
+@setting_option("jobs")
+@setting_option("seed", help=None)
+@setting_option("examples", help=None)
+@setting_option("timeout", help=None)
+@setting_option("cache", help="Reuse the audit's cells and mutants already judged (a mutant is keyed by its source, "
+                              "the entry, the code, torch and the seed).")
+@setting_option("cache_dir")
+@setting_option("shard", help="Run only the K-th of N deterministic shards of the mutants (1/4).")
+@click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for mutation.json and mutation.md.")
+@click.option("--format", "output_format", type=Format(["text", "md", "json"]), default="text", show_default=True,
+              help="The report shown (md: alias markdown).")
+@click.option("--min-kill-rate", type=click.FloatRange(0, 1), default=None, metavar="RATE",
+              help="Exit 1 when an entry's kill rate is under RATE (0 to 1): the gate.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="At most this many mutants per entry.")
+@click.option("-v", "--verbose", is_flag=True, help="Each mutant's fate as it is decided, and every equivalent and "
+                                                   "errored mutant in the report.")
+def mutate_cli(**options) -> None:
+    """Plant one gradient bug at a time in each entry's Python backward (and forward, jvp, setup_context), run its
+    claimed checks on each mutant, and report which the audit missed: each entry's kill rate."""
+    from audit.commands.mutate import mutate_command
+
+    _exit(lambda: mutate_command(**options))
+
+
 @cli.command("init")
 @click.option("--dir", "directory", default=".", show_default=True, type=click.Path(file_okay=False))
 def init_cli(directory: str) -> None:

@@ -24,6 +24,7 @@ LAYERS = (
     ("audit.results",),
     ("audit.checks",),
     ("audit.engine",),
+    ("audit.mutate",),
     ("audit.reporters", "audit.scan"),
     ("audit.publish", "audit.shard", "audit.progress", "audit.config", "audit.profiles", "audit.console",
      "audit.outlock", "audit.crash"),

@@ -113,7 +113,7 @@ def code_fingerprint(entry: Entry, base: Path, checks_dir: Path | None = None) -
         files[item] = _file_digest(path)
     modules = [m for m in modules if not is_native(m)]
     for module in modules:
-        origin = _origin(module)
+        origin = module_file(module)
         if origin is None:
             return None
         files[module] = _file_digest(origin)
@@ -160,7 +160,7 @@ def spec_digest(entry: Entry) -> str:
     return hashlib.sha256(json.dumps(entry_spec(entry), sort_keys=True, default=repr).encode()).hexdigest()
 
 
-def _origin(module: str) -> Path | None:
+def module_file(module: str) -> Path | None:
     """The file of ``module``: found on ``sys.path`` without importing it or its packages where it can be
     (``importlib.util.find_spec`` imports ``torch`` and ``torch.nn`` to find ``torch.nn.functional``, a common
     reference's module: seconds), else as importlib finds it (another finder: an editable install's)."""

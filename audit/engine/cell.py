@@ -66,7 +66,7 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
             or (triton.untrusted(entry, key.dtype) if key.device == "cpu" else ""))
     if skip:
         return Outcome(key, Verdict.SKIPPED, skip)
-    seed = cell_seed(options.seed, entry.name, key.check, key.dtype, key.device)
+    seed = cell_seed(options.seed, entry.registered_name, key.check, key.dtype, key.device)
     subject = Subject(entry, target, key.dtype, key.device, seed, options)
     seed_global_generators(seed)
 

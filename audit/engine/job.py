@@ -9,18 +9,23 @@ from typing import Protocol
 
 from audit.registry.model import Entry
 from audit.results.outcome import CellKey, Outcome
+from audit.runtime.mutant import Mutant
 from audit.runtime.options import RunOptions
 
 
 @dataclass(frozen=True)
 class Job:
-    """One entry to audit in a worker: its cells still to run, in order, whether each is claimed, and the run's
-    options. It is pickled to the worker over a pipe: plain data only, nothing the worker does not need."""
+    """One entry to audit in a worker: its cells still to run, in order, whether each is claimed, the run's
+    options, and for ``audit mutate`` the mutant loaded in place of one of the target's functions. It is pickled
+    to the worker over a pipe: plain data only, nothing the worker does not need."""
 
     entry: Entry
     cells: tuple[CellKey, ...]
     claimed: dict[CellKey, bool]
     options: RunOptions
+    #: ``audit mutate``: the one function changed while the cells run; its job's first cell is the
+    #: equivalence probe (:mod:`audit.engine.equivalence`), and the job stops at its first cell that fails
+    mutant: Mutant | None = None
 
     def only(self, cells: Iterable[CellKey]) -> Job:
         """The same job, for ``cells`` only (what a replacement worker, or the result cache, left to run)."""

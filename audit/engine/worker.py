@@ -13,9 +13,11 @@ import os
 import platform
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from audit.engine import memory
 from audit.engine.job import Job
@@ -27,6 +29,7 @@ from audit.results.kinds import ErrorKind
 from audit.results.outcome import CellKey, Outcome, Verdict, error_outcome
 from audit.runtime import fingerprint, health
 from audit.runtime.channel import connect, keep_tails
+from audit.runtime.mutant import PROBE
 from audit.runtime.reaper import become_subreaper, die_with_parent
 from audit.runtime.startup import report_to
 
@@ -109,18 +112,64 @@ def _job(job: Job, outbox: Connection, bounds: health.Bounds, start: fingerprint
         watch.look(operators=True)
         if target is None:  # every cell is an error already
             return watch.reason()
-        for key in job.cells:
-            outbox.send(CellStarted(key))
-            outcome = _cell(target, checks[key.check], key, job, outbox)
-            end_strays()  # what the cell started ends with it
-            damaged = health.taken()
-            if not damaged and outcome.verdict == Verdict.ERRORED and outcome.message.startswith(AUDIT_FAILED):
-                damaged = health.checkup(bounds, 0)  # an error not classified: look now
-            watch.look()
-            outbox.send(CellFinished(watch.mark(outcome)))
-            if damaged:
-                return damaged
+        with _mutated(job, outbox) as swap:
+            if swap is False:  # the mutant could not be loaded: every cell is an error already
+                return watch.reason()
+            for key in job.cells:
+                outbox.send(CellStarted(key))
+                outcome = (_probe(target, swap, key, job) if swap and key.check == PROBE
+                           else _cell(target, checks[key.check], key, job, outbox))
+                end_strays()  # what the cell started ends with it
+                damaged = health.taken()
+                if not damaged and outcome.verdict == Verdict.ERRORED and outcome.message.startswith(AUDIT_FAILED):
+                    damaged = health.checkup(bounds, 0)  # an error not classified: look now
+                watch.look()
+                outbox.send(CellFinished(watch.mark(outcome)))
+                if damaged:
+                    return damaged
+                if swap and _decided(key, outcome):
+                    break
     return watch.reason()
+
+
+@contextmanager
+def _mutated(job: Job, outbox: Connection) -> Iterator[Any]:
+    """Inside, the job's mutant runs in place of its function (None: the job has no mutant; False: it could not be
+    loaded, and each cell has said so)."""
+    from audit.runtime.mutant import MutantError, applied
+
+    if job.mutant is None:
+        yield None
+        return
+    try:
+        context = applied(job.mutant)
+        swap = context.__enter__()
+    except MutantError as exc:
+        for key in job.cells:
+            outbox.send(CellFinished(error_outcome(key, f"the mutant could not be loaded: {exc}",
+                                                   ErrorKind.NOT_LOADED)))
+        yield False
+        return
+    try:
+        yield swap
+    finally:
+        context.__exit__(None, None, None)
+
+
+def _decided(key: CellKey, outcome: Outcome) -> bool:
+    """Whether a mutant's job ends after this cell: the probe found it changes nothing, or a check failed or
+    erred on it (the first killing cell is enough)."""
+    if key.check == PROBE:
+        return outcome.verdict != Verdict.HELD
+    return outcome.verdict in (Verdict.VIOLATED, Verdict.ERRORED)
+
+
+def _probe(target: Target, swap: Any, key: CellKey, job: Job) -> Outcome:
+    from audit.engine.equivalence import probe
+    from audit.runtime.options import cell_seed
+
+    return probe(job.entry, target, swap, key, job.options,
+                 cell_seed(job.options.seed, job.entry.registered_name, key.check, key.dtype, key.device))
 
 
 def _retire(reason: str, inbox: Connection, outbox: Connection) -> None:

@@ -208,6 +208,12 @@ class Entry:
     checks: tuple[str, ...] = ()
     training: Training = field(default_factory=lambda: Training())
 
+    @property
+    def registered_name(self) -> str:
+        """The name as the registry spells it: ``audit mutate`` names a mutant's copy of the entry ``NAME#mN``
+        (``#`` is no name's), and the copy draws the entry's own inputs."""
+        return self.name.partition("#")[0]
+
     def dim_range(self, name: str) -> tuple[int, int]:
         """The inclusive size range of a symbolic dim."""
         for dim, low, high in self.dims:

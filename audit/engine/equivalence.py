@@ -1,0 +1,189 @@
+"""Does a mutant change anything? Its target against the original's on seeded inputs, before any check runs.
+
+The mutant and the original are called on the same few dozen inputs (drawn from the entry's domain and dims, then
+from a mirrored domain and from wider dims), in the entry's widest claimed dtype: outputs, vector-Jacobian products
+with seeded cotangents, forward-mode tangents and second-order products where the original has them. Where every
+one agrees (to float64's rounding), the mutant is ``equivalent`` and no check runs on it; where the mutated code
+never ran, it is ``not reached``. Otherwise where it differs (which inputs, which order, by how much) is what
+:mod:`audit.mutate` turns into a suggestion when the claimed checks let it survive.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import torch
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+
+from audit.contract import DTYPE_ORDER
+from audit.inputs.case import Case
+from audit.inputs.strategies import cases
+from audit.kit import grad_inputs, gradients, outputs_of, second_order, tangents
+from audit.registry.model import Entry, TensorSpec
+from audit.results.kinds import ErrorKind
+from audit.results.outcome import CellKey, Outcome, Verdict, error_outcome
+from audit.runtime.mutant import PROBE, Swap
+from audit.runtime.options import RunOptions
+from audit.runtime.subject import Subject
+from audit.runtime.target import Target
+
+#: Inputs drawn per input set (registered, mirrored domain, wider dims).
+EXAMPLES = 16
+#: Two results agree within this relative (and absolute, scaled by the result's size) difference.
+AGREE = 1e-9
+#: The quantities compared, in the order a difference is reported.
+QUANTITIES = ("output", "gradient", "tangent", "second order")
+
+
+def probe_key(entry: Entry) -> CellKey:
+    """The probe's cell: at the dtype it compares in, on the CPU."""
+    return CellKey(PROBE, compared_dtype(entry), "cpu")
+
+
+def compared_dtype(entry: Entry) -> str:
+    """The widest real dtype the entry claims (float64 where it does)."""
+    claimed = [d for d in DTYPE_ORDER if d in entry.supports.dtypes and not d.startswith("complex")]
+    return claimed[0] if claimed else entry.supports.dtypes[0]
+
+
+def probe(entry: Entry, target: Target, swap: Swap, key: CellKey, options: RunOptions, seed_value: int) -> Outcome:
+    """The probe's outcome: ``held`` with ``details.differs`` when the mutant changes a result on the registered
+    inputs; ``skipped`` saying ``equivalent`` or ``not reached`` otherwise, with ``details.differs`` naming what
+    differs on inputs outside the registration (mirrored domain, wider dims) where anything does."""
+    subject = Subject(entry, target, key.dtype, key.device, seed_value, options)
+    seen: list[bool] = []
+    found: dict[str, dict[str, Any]] = {}
+    try:
+        for name, variant in _input_sets(entry):
+            for case in _drawn(variant, seed_value):
+                with swap.watched(seen):
+                    difference = _compare(subject, case, swap, seed_value)
+                if difference:
+                    found.setdefault(name, difference)
+                    break
+    except Exception as exc:  # the probe's own failure: the checks still decide
+        return error_outcome(key, f"the equivalence probe failed: {type(exc).__name__}: {exc}",
+                             ErrorKind.AUDIT_FAILED)
+    details = {"differs": found, "reached": bool(seen)}
+    if "registered" in found:
+        return Outcome(key, Verdict.HELD, f"differs on the registered inputs: {_said(found['registered'])}",
+                       details=details)
+    if not seen:
+        return Outcome(key, Verdict.SKIPPED, "not reached: the mutated function never ran on the entry's inputs",
+                       details=details)
+    if found:
+        outside = "; ".join(f"{name}: {_said(d)}" for name, d in found.items())
+        return Outcome(key, Verdict.HELD, f"agrees on the registered inputs; differs outside them ({outside})",
+                       details=details)
+    return Outcome(key, Verdict.SKIPPED, "equivalent: every output, gradient and tangent agreed on "
+                   f"{EXAMPLES} inputs per set (registered, mirrored domain, wider dims)", details=details)
+
+
+def _said(difference: dict[str, Any]) -> str:
+    return (f"the {difference['quantity']} differs by {difference['relative']:.3g} (relative) at "
+            f"{difference['case']}")
+
+
+def _input_sets(entry: Entry) -> list[tuple[str, Entry]]:
+    """The registered entry, then its domain mirrored about 0, then its dims widened (each to at least 17)."""
+    sets = [("registered", entry)]
+    mirrored = tuple(replace(spec, domain=(min(spec.domain[0], -spec.domain[1]), max(spec.domain[1], -spec.domain[0])))
+                     if isinstance(spec, TensorSpec) and not spec.kinks else spec for spec in entry.inputs)
+    if mirrored != entry.inputs:
+        sets.append(("mirrored domain", replace(entry, inputs=mirrored)))
+    wider = tuple((name, low, max(high, 17) if name != entry.batch else high) for name, low, high in entry.dims)
+    if wider != entry.dims:
+        sets.append(("wider dims", replace(entry, dims=wider)))
+    return sets
+
+
+def _drawn(entry: Entry, seed_value: int) -> list[Case]:
+    """:data:`EXAMPLES` cases of ``entry``, the same for the same seed."""
+    drawn: list[Case] = []
+    configured = settings(max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.generate],
+                          suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
+
+    def keep(case: Case) -> None:
+        drawn.append(case)
+
+    seed(seed_value)(configured(given(cases(entry))(keep)))()
+    return drawn
+
+
+def _compare(subject: Subject, case: Case, swap: Swap, seed_value: int) -> dict[str, Any] | None:
+    """How the mutant's results differ from the original's on ``case`` (the first quantity that differs), or
+    None where they agree or the original itself raises there."""
+    original = _results(subject, case, swap, False, seed_value)
+    if original is None:
+        return None
+    mutated = _results(subject, case, swap, True, seed_value)
+    for quantity in QUANTITIES:
+        want = original.get(quantity)
+        if want is None:
+            continue
+        got = mutated.get(quantity) if mutated is not None else None
+        relative = _difference(got, want)
+        if relative > 0:
+            return {"quantity": quantity, "relative": relative, "case": case.describe()}
+    return None
+
+
+def _results(subject: Subject, case: Case, swap: Swap, mutated: bool, seed_value: int) -> dict[str, Any] | None:
+    """Each quantity of the target (original or mutated) on ``case``: a list of tensors, or an exception's
+    name where computing it raised; None where even the outputs raised."""
+    fn = subject.guard(subject.target.fn)
+    found: dict[str, Any] = {}
+    with swap.running(mutated), torch.enable_grad():
+        try:
+            args = subject.args(case)
+            outputs = [o.detach() for o in outputs_of(fn(*args))]
+            found["output"] = outputs
+        except Exception as exc:
+            return None if not mutated else {"output": type(exc).__name__}
+        for quantity, compute in (("gradient", _vjp), ("tangent", _jvp), ("second order", _second)):
+            try:
+                found[quantity] = [t.detach() for t in compute(fn, subject.args(case), seed_value)]
+            except Exception as exc:
+                found[quantity] = type(exc).__name__
+    return found
+
+
+def _vjp(fn: Any, args: list[Any], seed_value: int) -> list[Any]:
+    return gradients(outputs_of(fn(*args)), args, seed_value)
+
+
+def _jvp(fn: Any, args: list[Any], seed_value: int) -> list[Any]:
+    if not grad_inputs(args):
+        return []
+    return tangents(fn, args, seed_value, torch.float64)
+
+
+def _second(fn: Any, args: list[Any], seed_value: int) -> list[Any]:
+    return second_order(fn, args, seed_value)
+
+
+def _difference(got: Any, want: Any) -> float:
+    """0 where ``got`` agrees with ``want`` (both raised alike, or every tensor within :data:`AGREE`); else the
+    largest relative difference (infinite for a raise, a shape or a NaN pattern that differs)."""
+    if isinstance(want, str):
+        return 0.0  # the original cannot compute it: nothing to compare
+    if isinstance(got, str) or got is None or len(got) != len(want):
+        return math.inf
+    worst = 0.0
+    for g, w in zip(got, want):
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return math.inf
+        g, w = g.double() if not g.is_complex() else g, w.double() if not w.is_complex() else w
+        if not torch.equal(torch.isnan(g), torch.isnan(w)):
+            return math.inf
+        finite = torch.isfinite(w) & torch.isfinite(g)
+        if not torch.equal(g[~finite].nan_to_num(), w[~finite].nan_to_num()):
+            return math.inf
+        if finite.any():
+            scale = float(w[finite].abs().max()) or 1.0
+            gap = float((g[finite] - w[finite]).abs().max()) / scale
+            if gap > AGREE:
+                worst = max(worst, gap)
+    return worst
