@@ -230,6 +230,9 @@ def scan_cli(**options) -> None:
 @click.option("--min-kill-rate", type=click.FloatRange(0, 1), default=None, metavar="RATE",
               help="Exit 1 when an entry's kill rate is under RATE (0 to 1): the gate.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="At most this many mutants per entry.")
+@click.option("--check", "checks", multiple=True, help="Judge mutants with these checks only (repeatable).")
+@click.option("--operator", "operators", multiple=True, metavar="GLOB",
+              help="Only the mutants whose operator matches (repeatable): 'scale*', 'constant*', 'swap*'.")
 @click.option("-v", "--verbose", is_flag=True, help="Each mutant's fate as it is decided, and every equivalent and "
                                                    "errored mutant in the report.")
 def mutate_cli(**options) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from audit import shard as shard_mod
-from audit.commands.select import checks_dir, run_table, select_entries
+from audit.commands.select import checks_dir, run_table, select_checks, select_entries
 from audit.contract import Exit
 from audit.errors import UsageError
 from audit.io import write_atomic
@@ -18,7 +18,8 @@ from audit.registry.load import load_registry
 
 def mutate_command(*, entries: tuple[str, ...], registry: str, jobs: int, seed: int, examples: int, timeout: float,
                    cache: bool, cache_dir: str | None, out: str, output_format: str, min_kill_rate: float | None,
-                   limit: int | None, shard: str | None, verbose: bool) -> int:
+                   limit: int | None, shard: str | None, verbose: bool, checks: tuple[str, ...] = (),
+                   operators: tuple[str, ...] = ()) -> int:
     """Mutate the selected entries (all without ``entries``); write ``mutation.json`` and ``mutation.md`` to
     ``out``, show the report in ``output_format``; the exit code is the kill-rate gate's."""
     from audit.commands.run import _require_torch
@@ -40,8 +41,10 @@ def mutate_command(*, entries: tuple[str, ...], registry: str, jobs: int, seed: 
     options = RunOptions.of(settings, base=str(Path(registry).resolve().parent), checks_dir=str(checks_dir(loaded)),
                             triton_interpret=any(e.triton == "interpret" for e in chosen))
     table = run_table(loaded, options.cache_dir)
+    only = select_checks(table, checks)
     with run_root():
         run = mutate(loaded, chosen, table, options, min_kill_rate=min_kill_rate, limit=limit, shard=split,
+                     only=only, operators=operators,
                      on_progress=lambda line: click.echo(line, err=True) if verbose else None)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,8 @@ gradient bugs hide: a backward that drops the 1/(s_i² - s_j²) terms where sing
 wrong at every rotation, a distance whose gradient divides by the distance is NaN where its two arguments
 are equal. Each case here is a deterministic function of the entry alone (sizes, shapes, domains), so a
 seed fixes the whole search, and there are few of them (one per kind that applies, duplicates dropped):
-a few examples, not a second search. Where such a point has no derivative (a kink, a tie), the smoothness
+a few examples, not a second search. Last, the largest sizes the dims allow (within a budget of elements): the
+remainder of a tiled loop and the top of a range, where random draws seldom go. Where such a point has no derivative (a kink, a tie), the smoothness
 probe excuses the disagreement; a wrong gradient at a smooth one fails.
 """
 
@@ -24,6 +25,8 @@ from audit.registry.model import FLOAT_DTYPES, Entry, TensorSpec, ValueSpec
 #: singular value beside a distinct one, and a rotation in a plane beside a fixed axis. Other dims at SMALL.
 SIZE = 3
 SMALL = 2
+#: The case of the largest sizes holds at most this many elements over its inputs (see :func:`_largest`).
+LARGEST_ELEMENTS = 256
 #: The angle of the plane rotation tried, in radians: no multiple of pi/2, so no entry is 0 or ±1.
 ANGLE = 0.6
 
@@ -49,7 +52,29 @@ def special_cases(entry: Entry) -> tuple[Case, ...]:
         if values is not None:
             case = _case(entry, sizes, values)
             found.setdefault(json.dumps(case.to_json()), case)
+    largest = _largest(entry)
+    if largest != sizes:
+        case = _case(entry, largest, [_generic(spec, _shape(spec, largest), i) if isinstance(spec, TensorSpec)
+                                      else None for i, spec in enumerate(entry.inputs)])
+        found.setdefault(json.dumps(case.to_json()), case)
     return tuple(found.values())
+
+
+def _shape(spec: TensorSpec, sizes: dict) -> tuple:
+    return tuple(sizes[s] if isinstance(s, str) else s for s in spec.shape)
+
+
+def _largest(entry: Entry) -> dict:
+    """Every dim at the top of its range, where random draws seldom go (Hypothesis favours small sizes) and a
+    tiled backward takes its remainder path; the largest dims halved (never under their range) until the
+    inputs hold at most :data:`LARGEST_ELEMENTS` elements, so that finite differences stay cheap."""
+    sizes = {name: entry.dim_range(name)[1] for name in entry.symbols}
+    while sum(int(np.prod(_shape(spec, sizes))) for _, spec in entry.tensor_inputs) > LARGEST_ELEMENTS:
+        name = max((n for n in sizes if sizes[n] > entry.dim_range(n)[0]), key=lambda n: sizes[n], default=None)
+        if name is None:
+            break
+        sizes[name] = max(entry.dim_range(name)[0], sizes[name] // 2)
+    return sizes
 
 
 def _size(entry: Entry, name: str) -> int:

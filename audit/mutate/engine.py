@@ -8,9 +8,10 @@ own code and the environment: an unchanged entry is not mutated again.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,13 +47,15 @@ class Planned:
 
 def mutate(registry: Registry, entries: list[Entry], checks: Mapping[str, Check], options: RunOptions, *,
            min_kill_rate: float | None = None, limit: int | None = None, shard: tuple[int, int] | None = None,
+           only: Collection[str] | None = None, operators: Collection[str] = (),
            on_progress: Callable[[str], object] = lambda line: None) -> MutationRun:
     """Mutate ``entries`` (at most ``limit`` mutants each, in operator order) and run each mutant's claimed cells
     that held on the original; with ``shard`` ``(index, count)``, only every count-th mutant from the index-th (1
     first), in registry order, so that the shards together run each mutant once. ``on_progress`` hears one line
-    per phase and per mutant decided."""
+    per phase and per mutant decided. ``only``: judge with these checks' cells only; ``operators``: only the
+    mutants whose operator matches one of these glob patterns (``scale*``, ``constant*``)."""
     on_progress(f"auditing {len(entries)} entries as they are")
-    baseline = audit_entries(registry, entries, checks, options)
+    baseline = audit_entries(registry, entries, checks, options, only=only)
     base = Path(options.base)
     planned: dict[str, list[Planned]] = {}
     notes: dict[str, list[str]] = {}
@@ -66,7 +69,7 @@ def mutate(registry: Registry, entries: list[Entry], checks: Mapping[str, Check]
             notes[name].append("no Python function of this entry to mutate (native code, or none found)")
         if not held[name]:
             continue
-        planned[name] = _planned(result.entry, found.sites, held[name], checks, options, limit)
+        planned[name] = _planned(result.entry, found.sites, held[name], options, limit, tuple(operators))
     if shard:
         index, count = shard
         order = [p for plans in planned.values() for p in plans]
@@ -116,15 +119,18 @@ def _held(result: EntryResult) -> tuple[tuple[CellKey, ...], list[str]]:
     return tuple(keys), notes
 
 
-def _planned(entry: Entry, found: tuple[Site, ...], cells: tuple[CellKey, ...], checks: Mapping[str, Check],
-             options: RunOptions, limit: int | None) -> list[Planned]:
+def _planned(entry: Entry, found: tuple[Site, ...], cells: tuple[CellKey, ...], options: RunOptions,
+             limit: int | None, operators: tuple[str, ...]) -> list[Planned]:
     probe = probe_key(entry)
     claimed = {probe: True, **dict.fromkeys(cells, True)}
     common = _common_key(entry, options, cells)
     plans: list[Planned] = []
+    number = 0
     for site in found:
         for change in mutations(site.source, site.line, site.role):
-            number = len(plans) + 1
+            number += 1  # numbered before any filter: m7 is the same mutant whatever is selected
+            if operators and not any(fnmatch.fnmatchcase(change.operator, p) for p in operators):
+                continue
             mutant = Mutant(site.module, site.qualname, change.source, number, change.operator)
             job = Job(replace(entry, name=f"{entry.name}#m{number}"), (probe, *cells), claimed, options, mutant)
             key = (hashlib.sha256(json.dumps([common, site.qualname, change.source]).encode()).hexdigest()

@@ -43,7 +43,9 @@ class Found:
 
 def sites(entry: Entry, base: Path) -> Found:
     """The functions of ``entry`` that can be mutated (see the module's docstring)."""
-    for folder in (str(base),):
+    import os
+
+    for folder in (str(base), os.getcwd()):  # where a worker imports from: the registry's folder, its cwd
         if folder not in sys.path:
             sys.path.insert(0, folder)
     module, _, qualname = entry.target.partition(":")
