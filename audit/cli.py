@@ -222,9 +222,10 @@ def scan_cli(**options) -> None:
 @setting_option("cache", help="Reuse the audit's cells and mutants already judged (a mutant is keyed by its source, "
                               "the entry, the code, torch and the seed).")
 @setting_option("cache_dir")
-@setting_option("shard", help="Run only the K-th of N deterministic shards of the mutants (1/4).")
+@setting_option("shard", help="Mutate only the K-th of N deterministic shards of the entries (1/4): each entry's kill "
+                              "rate, and the gate, is whole in one shard.")
 @click.option("--out", default="reports", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for mutation.json and mutation.md.")
+              help="Folder for mutation.json, mutation.md and mutation.html.")
 @click.option("--format", "output_format", type=Format(["text", "md", "json"]), default="text", show_default=True,
               help="The report shown (md: alias markdown).")
 @click.option("--min-kill-rate", type=click.FloatRange(0, 1), default=None, metavar="RATE",

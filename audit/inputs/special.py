@@ -6,8 +6,9 @@ wrong at every rotation, a distance whose gradient divides by the distance is Na
 are equal. Each case here is a deterministic function of the entry alone (sizes, shapes, domains), so a
 seed fixes the whole search, and there are few of them (one per kind that applies, duplicates dropped):
 a few examples, not a second search. Last, the largest sizes the dims allow (within a budget of elements): the
-remainder of a tiled loop and the top of a range, where random draws seldom go. Where such a point has no derivative (a kink, a tie), the smoothness
-probe excuses the disagreement; a wrong gradient at a smooth one fails.
+remainder of a tiled loop and the top of a range, where random draws seldom go. Where such a point has no
+derivative (a kink, a tie), the smoothness probe excuses the disagreement; a wrong gradient at a smooth one
+fails.
 """
 
 from __future__ import annotations
@@ -66,11 +67,15 @@ def _shape(spec: TensorSpec, sizes: dict) -> tuple:
 
 def _largest(entry: Entry) -> dict:
     """Every dim at the top of its range, where random draws seldom go (Hypothesis favours small sizes) and a
-    tiled backward takes its remainder path; the largest dims halved (never under their range) until the
-    inputs hold at most :data:`LARGEST_ELEMENTS` elements, so that finite differences stay cheap."""
+    tiled backward takes its remainder path; then, until the inputs hold at most :data:`LARGEST_ELEMENTS` elements
+    (finite differences stay cheap), the largest outer dim halved, never under its range, and only once every outer
+    dim is at its least the largest innermost one (the last dim of an input, which kernels tile)."""
     sizes = {name: entry.dim_range(name)[1] for name in entry.symbols}
+    inner = {spec.shape[-1] for _, spec in entry.tensor_inputs if spec.shape and isinstance(spec.shape[-1], str)}
     while sum(int(np.prod(_shape(spec, sizes))) for _, spec in entry.tensor_inputs) > LARGEST_ELEMENTS:
-        name = max((n for n in sizes if sizes[n] > entry.dim_range(n)[0]), key=lambda n: sizes[n], default=None)
+        movable = [n for n in sizes if sizes[n] > entry.dim_range(n)[0]]
+        outer = [n for n in movable if n not in inner]
+        name = max(outer or movable, key=lambda n: sizes[n], default=None)
         if name is None:
             break
         sizes[name] = max(entry.dim_range(name)[0], sizes[name] // 2)

@@ -46,14 +46,13 @@ class Planned:
 
 
 def mutate(registry: Registry, entries: list[Entry], checks: Mapping[str, Check], options: RunOptions, *,
-           min_kill_rate: float | None = None, limit: int | None = None, shard: tuple[int, int] | None = None,
-           only: Collection[str] | None = None, operators: Collection[str] = (),
+           min_kill_rate: float | None = None, limit: int | None = None, only: Collection[str] | None = None,
+           operators: Collection[str] = (),
            on_progress: Callable[[str], object] = lambda line: None) -> MutationRun:
     """Mutate ``entries`` (at most ``limit`` mutants each, in operator order) and run each mutant's claimed cells
-    that held on the original; with ``shard`` ``(index, count)``, only every count-th mutant from the index-th (1
-    first), in registry order, so that the shards together run each mutant once. ``on_progress`` hears one line
-    per phase and per mutant decided. ``only``: judge with these checks' cells only; ``operators``: only the
-    mutants whose operator matches one of these glob patterns (``scale*``, ``constant*``)."""
+    that held on the original; ``on_progress`` hears one line per phase and per mutant decided. ``only``: judge
+    with these checks' cells only; ``operators``: only the mutants whose operator matches one of these glob
+    patterns (``scale*``, ``constant*``)."""
     on_progress(f"auditing {len(entries)} entries as they are")
     baseline = audit_entries(registry, entries, checks, options, only=only)
     base = Path(options.base)
@@ -70,11 +69,6 @@ def mutate(registry: Registry, entries: list[Entry], checks: Mapping[str, Check]
         if not held[name]:
             continue
         planned[name] = _planned(result.entry, found.sites, held[name], options, limit, tuple(operators))
-    if shard:
-        index, count = shard
-        order = [p for plans in planned.values() for p in plans]
-        mine = {id(p) for p in order[index - 1::count]}
-        planned = {name: [p for p in plans if id(p) in mine] for name, plans in planned.items()}
     cache = _Store(Path(options.cache_dir) / "mutants") if options.cache_dir else None
     done: dict[str, MutantResult] = {}
     todo: list[Planned] = []

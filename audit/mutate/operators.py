@@ -68,8 +68,30 @@ def mutations(source: str, first_line: int, role: str) -> list[Mutation]:
             except SyntaxError:
                 continue
             seen.add(text)
-            found.append(Mutation(name, line + context.offset, _one_line(node_before), _one_line(node_after), text))
+            before, after = _changed_line(original, text) or (_one_line(node_before), _one_line(node_after))
+            found.append(Mutation(name, line + context.offset, before, after, text))
     return found
+
+
+def _changed_line(original: str, mutated: str) -> tuple[str, str] | None:
+    """The one statement line that differs between the two sources, trimmed to the change with a little context
+    on each side; None where more than one line differs (a body wrapped in ``with``)."""
+    old, new = original.splitlines(), mutated.splitlines()
+    changed = [i for i, (a, b) in enumerate(zip(old, new)) if a != b]
+    if len(old) != len(new) or len(changed) != 1:
+        return None
+    a, b = old[changed[0]].strip(), new[changed[0]].strip()
+    if max(len(a), len(b)) <= 100:
+        return a, b
+    start = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    end = next((i for i, (x, y) in enumerate(zip(reversed(a), reversed(b))) if x != y), 0)
+    left = max(0, start - 30)
+
+    def cut(text: str) -> str:
+        stop = len(text) - max(0, end - 30)
+        return ("..." if left else "") + text[left:stop] + ("..." if stop < len(text) else "")
+
+    return cut(a), cut(b)
 
 
 @dataclass(frozen=True)

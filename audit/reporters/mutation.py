@@ -1,7 +1,10 @@
-"""``audit mutate``'s reports as text: the terminal's and Markdown's (for a job summary or a PR comment). Each
-returns a string; nothing here prints."""
+"""``audit mutate``'s reports as text: the terminal's, Markdown's (for a job summary or a PR comment) and a
+self-contained HTML page (the matrix report's style sheet, every string escaped). Each returns a string; nothing
+here prints."""
 
 from __future__ import annotations
+
+from html import escape
 
 from audit.mutate.results import EQUIVALENT, ERRORED, FATES, SURVIVED, MutationRun
 
@@ -75,3 +78,47 @@ def markdown(run: MutationRun) -> str:
         lines += [f"| {check} | {n} |" for check, n in run.first_kills.items()]
     return "\n".join(lines) + "\n"
 
+
+
+def html(run: MutationRun) -> str:
+    """The HTML page: the verdict, a table of entries, each survivor with its diff and suggestion, the notes and
+    the first-kill table."""
+    from audit.reporters.html import asset
+
+    verdict = "fail" if run.below() else "pass"
+    rows = "".join(f"<tr><td>{escape(e.name)}</td><td>{escape(', '.join(e.owners))}</td>"
+                   f"<td>{_rate(e.kill_rate)}</td>" + "".join(f"<td>{e.counts[f]}</td>" for f in FATES) + "</tr>"
+                   for e in run.entries)
+    head = "".join(f"<th>{f}</th>" for f in ("entry", "owners", "kill rate", *FATES))
+    survivors = "".join(
+        f'<details class="failure s-fail"><summary><b>{escape(e.name)}</b> m{m.number} '
+        f"<code>{escape(m.function)}</code> ({escape(m.operator)})</summary>"
+        f'<p><code class="repro">{escape(m.diff)}</code></p><p>Passed: {escape(", ".join(m.passed))}</p>'
+        f'<p class="fix">Suggestion: {escape(m.suggestion)}</p></details>'
+        for e in run.entries for m in e.mutants if m.fate == SURVIVED)
+    notes = "".join(f"<li><b>{escape(e.name)}</b>: {escape(n)}</li>" for e in run.entries for n in e.notes)
+    kills = "".join(f"<tr><td>{escape(c)}</td><td>{n}</td></tr>" for c, n in run.first_kills.items())
+    body = (f'<header class="banner {verdict}"><h1>{escape(_verdict(run).splitlines()[0])}</h1>'
+            + "".join(f"<p>{escape(line)}</p>" for line in _verdict(run).splitlines()[1:]) + "</header>"
+            f"<h2>Entries</h2><table><tr>{head}</tr>{rows}</table>"
+            + (f"<h2>Survivors</h2>{survivors}" if survivors else "")
+            + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "")
+            + (f"<h2>First kills by check</h2><table><tr><th>check</th><th>mutants killed first</th></tr>{kills}"
+               "</table>" if kills else ""))
+    return PAGE.format(style=asset("report.css"), body=body)
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Mutation testing</title>
+<style>
+{style}</style>
+</head>
+<body>
+{body}
+</body>
+</html>
+"""

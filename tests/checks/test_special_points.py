@@ -65,10 +65,10 @@ def test_special_cases_are_few_deterministic_and_inside_the_domain(tmp_path):
         {"shape": ["N", "N"], "domain": [-2, 2]}, {"shape": ["N", "N"], "domain": [-2, 2]}, {"shape": ["N"]}],
         dims={"N": [1, 5]})
     cases = special_cases(spec)
-    assert 1 <= len(cases) <= len(KINDS)
+    assert 1 <= len(cases) <= len(KINDS) + 1  # a case per kind that applies, then the largest sizes
     assert [json.dumps(c.to_json()) for c in cases] == [json.dumps(c.to_json()) for c in special_cases(spec)]
     assert all(abs(v) <= 2 for c in cases for a in c.args for v in a.values.reshape(-1))
-    assert all(dict(c.dims)["N"] == 3 for c in cases)
+    assert all(dict(c.dims)["N"] == 3 for c in cases[:-1]) and dict(cases[-1].dims)["N"] == 5
     assert any((c.args[0].values == c.args[1].values).all() and c.args[0].values.std() > 0 for c in cases)
 
 
@@ -88,5 +88,18 @@ def test_the_second_order_and_forward_mode_checks_try_the_special_points_too(tmp
     spec = entry(tmp_path, target=target, inputs=[{"shape": ["N"]}], dims={"N": [1, 4]}, supports=supports)
     found = observe(spec, check)
     assert found.verdict == HELD, found.message
-    assert len(special_cases(spec)) == 4  # zeros, all equal, -1, 1: after the draws, counted apart
-    assert found.examples == 20 and found.details["special_points"] == 4
+    assert len(special_cases(spec)) == 5  # zeros, all equal, -1, 1, the largest N: after the draws, counted apart
+    assert found.examples == 20 and found.details["special_points"] == 5
+
+
+def test_the_last_special_case_has_the_largest_sizes_within_a_budget_of_elements(tmp_path):
+    from audit.inputs.special import LARGEST_ELEMENTS
+
+    small = entry(tmp_path, target=f"{D}:CovarianceDistance", inputs=[{"shape": ["B", "N"]}, {"shape": ["N"]}],
+                  dims={"B": [1, 3], "N": [1, 20]})
+    assert dict(special_cases(small)[-1].dims) == {"B": 3, "N": 20}  # 80 elements: the top of every range
+    large = entry(tmp_path, target=f"{D}:CovarianceDistance", inputs=[{"shape": ["B", "N"]}, {"shape": ["N"]}],
+                  dims={"B": [2, 64], "N": [1, 512]})
+    sizes = dict(special_cases(large)[-1].dims)
+    assert sizes["B"] * sizes["N"] + sizes["N"] <= LARGEST_ELEMENTS
+    assert sizes == {"B": 2, "N": 64}  # the outer dim down to its least first, then the innermost halved

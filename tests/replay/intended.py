@@ -49,6 +49,9 @@ ROWS = [
 INTAKE = ("the spiking network of the intake test (tests/scan/test_intake_model.py), whose verdicts it asserts; its "
           "Functions are found by the scan, not planted beside twins")
 
+MUTATED = ("correct: audit mutate plants its bugs (tests/mutate/), which a weak registration lets survive and a "
+           "strong one kills; no bug of its own")
+
 NOT_REPLAYED = {
     **{f"{F}:{name}": "a proxy, not a target" for name in ("arctan_primitive", "sigmoid_primitive", "identity",
                                                             "hardtanh", "reversed_scaled")},
@@ -67,4 +70,7 @@ NOT_REPLAYED = {
     f"{F}:SpikingLayerEvalStep": "the module behind the factory spiking_layer_eval_step",
     **{f"tests.fixtures.snn_intake:{name}": INTAKE for name in ("Softsign", "Rate", "SpikingNet", "make_batch", "loss",
                                                                "build")},
+    **{f"tests.fixtures.mutation:{name}": MUTATED for name in ("Leaky", "TiledScale", "Cube")},
+    **{f"tests.fixtures.mutation:{name}": "a reference, not a target" for name in ("tiled_scale_reference",
+                                                                                   "cube_reference")},
 }
