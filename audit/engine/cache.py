@@ -143,7 +143,7 @@ def cell_key(spec: str, check: Check, key: CellKey, claimed: bool, options: RunO
     material = {
         "format": FORMAT, "audit": audit, "entry": spec, "code": code,
         "check": [check.name, check.version], "cell": [key.dtype, key.device, claimed],
-        "run": [options.seed, examples, options.compile_backend, options.failures],
+        "run": [options.seed, examples, options.compile_backend, options.failures, options.shrink],
         "environment": [environment.torch, environment.python, environment.devices],
     }
     text = json.dumps(material, sort_keys=True, default=repr)

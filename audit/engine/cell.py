@@ -82,7 +82,8 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
     examples = options.examples if claimed else options.unclaimed_examples
     examples = min(examples, check.examples) if check.examples else examples
     try:
-        found = explore(prop, for_check(entry, check), examples=examples, seed_value=seed, shrink=claimed,
+        found = explore(prop, for_check(entry, check), examples=examples, seed_value=seed,
+                        shrink=claimed and options.shrink,
                         budget=options.cell_budget(claimed), limit=options.failures, special=special_for(entry, check))
     except Damaged as exc:
         return Outcome(key, Verdict.ERRORED, f"{exc}; the search stopped there: a process in that state is not "

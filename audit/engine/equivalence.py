@@ -1,11 +1,12 @@
 """Does a mutant change anything? Its target against the original's on seeded inputs, before any check runs.
 
 The mutant and the original are called on the same few dozen inputs (drawn from the entry's domain and dims, then
-from a mirrored domain and from wider dims), in the entry's widest claimed dtype: outputs, vector-Jacobian products
-with seeded cotangents, forward-mode tangents and second-order products where the original has them. Where every
-one agrees (to float64's rounding), the mutant is ``equivalent`` and no check runs on it; where the mutated code
-never ran, it is ``not reached``. Otherwise where it differs (which inputs, which order, by how much) is what
-:mod:`audit.mutate` turns into a suggestion when the claimed checks let it survive.
+from a mirrored domain, from wider dims and with other fixed values), in the entry's widest claimed dtype:
+outputs, vector-Jacobian products with seeded cotangents, forward-mode tangents and second-order products where
+the original has them. Where every one agrees (to float64's rounding), the mutant is ``equivalent`` and no check
+runs on it; where the mutated code never ran, it is ``not reached``. Otherwise where it differs (which inputs,
+which order, by how much) is what :mod:`audit.mutate` turns into a suggestion when the claimed checks let it
+survive.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from audit.contract import DTYPE_ORDER
 from audit.inputs.case import Case
 from audit.inputs.strategies import cases
 from audit.kit import grad_inputs, gradients, outputs_of, second_order, tangents
-from audit.registry.model import Entry, TensorSpec
+from audit.registry.model import Entry, TensorSpec, ValueSpec
 from audit.results.kinds import ErrorKind
 from audit.results.outcome import CellKey, Outcome, Verdict, error_outcome
 from audit.runtime.mutant import PROBE, Swap
@@ -78,7 +79,8 @@ def probe(entry: Entry, target: Target, swap: Swap, key: CellKey, options: RunOp
         return Outcome(key, Verdict.HELD, f"agrees on the registered inputs; differs outside them ({outside})",
                        details=details)
     return Outcome(key, Verdict.SKIPPED, "equivalent: every output, gradient and tangent agreed on "
-                   f"{EXAMPLES} inputs per set (registered, mirrored domain, wider dims)", details=details)
+                   f"{EXAMPLES} inputs per set (registered, mirrored domain, wider dims, other values)",
+                   details=details)
 
 
 def _said(difference: dict[str, Any]) -> str:
@@ -87,7 +89,8 @@ def _said(difference: dict[str, Any]) -> str:
 
 
 def _input_sets(entry: Entry) -> list[tuple[str, Entry]]:
-    """The registered entry, then its domain mirrored about 0, then its dims widened (each to at least 17)."""
+    """The registered entry, then its domain mirrored about 0, its dims widened (each to at least 17), and its
+    fixed float values changed (:func:`_other`)."""
     sets = [("registered", entry)]
     mirrored = tuple(replace(spec, domain=(min(spec.domain[0], -spec.domain[1]), max(spec.domain[1], -spec.domain[0])))
                      if isinstance(spec, TensorSpec) and not spec.kinks else spec for spec in entry.inputs)
@@ -96,7 +99,19 @@ def _input_sets(entry: Entry) -> list[tuple[str, Entry]]:
     wider = tuple((name, low, max(high, 17) if name != entry.batch else high) for name, low, high in entry.dims)
     if wider != entry.dims:
         sets.append(("wider dims", replace(entry, dims=wider)))
+    other = tuple(replace(spec, value=_other(spec.value)) if isinstance(spec, ValueSpec) else spec
+                  for spec in entry.inputs)
+    if other != entry.inputs:
+        sets.append(("other values", replace(entry, inputs=other)))
     return sets
+
+
+def _other(value: object) -> object:
+    """Another value of a fixed ``value:`` float input (x1.5, or 0.5 for 0): a mutant equal to the original only at
+    the registered value (``alpha / 2`` and ``2 / alpha`` at 2) differs there. Other values stay."""
+    if isinstance(value, float):
+        return value * 1.5 if value else 0.5
+    return value
 
 
 def _drawn(entry: Entry, seed_value: int) -> list[Case]:

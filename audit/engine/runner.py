@@ -73,15 +73,17 @@ class RunResult:
 def audit_entries(registry: Registry, entries: list[Entry], checks: Mapping[str, Check], options: RunOptions, *,
                   only: Collection[str] | None = None, devices: Collection[str] | None = None,
                   on_event: OnEvent = lambda event: None, workers: list[Worker] | None = None,
-                  out: str | None = None) -> RunResult:
+                  out: str | None = None, claimed_only: bool = False) -> RunResult:
     """Audit ``entries``; never prints. Cells are judged as they arrive and streamed to ``on_event``.
     ``out``: the folder the caller writes replay scripts to, which a cell's further failures name.
+    ``claimed_only``: the claimed cells alone, no unclaimed probe (``audit mutate``'s baseline).
 
     With ``options.cache_dir``, cells whose every input is unchanged are served from the result cache,
     and only the rest go to workers; an entry with nothing left to compute starts no worker. ``workers``
     already started (see :func:`audit.engine.pool.prestart`) are used, or closed when none is needed.
     """
-    jobs = [job for job in (_job(entry, checks, options, only, devices) for entry in entries) if job.cells]
+    jobs = [job for job in (_job(entry, checks, options, only, devices, claimed_only) for entry in entries)
+            if job.cells]
     cache = Cache(Path(options.cache_dir), options.cache_size) if options.cache_dir else None
     known = stored_environment(cache.folder) if cache else None  # without torch while its fingerprint holds
     served = _look_up(jobs, checks, options, cache, known) if cache and known is not None else {}
@@ -162,9 +164,12 @@ def _served(job: Job, checks: Mapping[str, Check], options: RunOptions, cache: C
 
 
 def _job(entry: Entry, checks: Mapping[str, Check], options: RunOptions, only: Collection[str] | None,
-         devices: Collection[str] | None) -> Job:
+         devices: Collection[str] | None, claimed_only: bool = False) -> Job:
     keys = plan(entry, checks, only=only, devices=devices)
-    return Job(entry, tuple(keys), claims(entry, checks, keys), options)
+    claimed = claims(entry, checks, keys)
+    if claimed_only:
+        keys = [key for key in keys if claimed[key]]
+    return Job(entry, tuple(keys), {key: claimed[key] for key in keys}, options)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def mutate(registry: Registry, entries: list[Entry], checks: Mapping[str, Check]
     with these checks' cells only; ``operators``: only the mutants whose operator matches one of these glob
     patterns (``scale*``, ``constant*``)."""
     on_progress(f"auditing {len(entries)} entries as they are")
-    baseline = audit_entries(registry, entries, checks, options, only=only)
+    baseline = audit_entries(registry, entries, checks, options, only=only, claimed_only=True)
     base = Path(options.base)
     planned: dict[str, list[Planned]] = {}
     notes: dict[str, list[str]] = {}
@@ -118,6 +118,7 @@ def _planned(entry: Entry, found: tuple[Site, ...], cells: tuple[CellKey, ...], 
     probe = probe_key(entry)
     claimed = {probe: True, **dict.fromkeys(cells, True)}
     common = _common_key(entry, options, cells)
+    deciding = replace(options, failures=1, shrink=False)  # the first failing example kills: no shrinking, no search on
     plans: list[Planned] = []
     number = 0
     for site in found:
@@ -126,7 +127,7 @@ def _planned(entry: Entry, found: tuple[Site, ...], cells: tuple[CellKey, ...], 
             if operators and not any(fnmatch.fnmatchcase(change.operator, p) for p in operators):
                 continue
             mutant = Mutant(site.module, site.qualname, change.source, number, change.operator)
-            job = Job(replace(entry, name=f"{entry.name}#m{number}"), (probe, *cells), claimed, options, mutant)
+            job = Job(replace(entry, name=f"{entry.name}#m{number}"), (probe, *cells), claimed, deciding, mutant)
             key = (hashlib.sha256(json.dumps([common, site.qualname, change.source]).encode()).hexdigest()
                    if common else "")
             plans.append(Planned(mutant, site, change.diff, job, key))

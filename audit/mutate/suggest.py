@@ -20,10 +20,14 @@ def suggestion(entry: Entry, differs: dict) -> str:
         if "wider dims" in differs:
             return ("it differs only for dims above the registered ranges (up to 17): widen `dims` to reach the "
                     "sizes where the code takes another path (a tile remainder, a broadcast)")
+        if "other values" in differs:
+            return ("it differs only for other values of the entry's fixed `value:` inputs (x1.5): register a "
+                    "second entry with another value")
         return "no difference was located: check it by hand"
     quantity, relative = registered["quantity"], registered["relative"]
     if quantity == "second order" and not entry.supports.double_backward:
-        return "it differs only at second order: claim `supports.double_backward` so that gradgradcheck judges it"
+        return ("it differs only at second order: claim `supports.double_backward` so that gradgradcheck judges it "
+                "(where the original's second derivative is defined: a second entry on a smaller domain if not)")
     if quantity == "tangent" and not entry.supports.forward_ad:
         return "it differs only in forward mode: claim `supports.forward_ad` so that forward_ad judges it"
     if quantity == "output" and not entry.reference:

@@ -35,6 +35,7 @@ class RunOptions:
     cache_dir: str | None = None
     cache_size: int = parse_size(_DEFAULT.cache_size)
     failures: int = 3  #: distinct failures a failing claimed cell looks for (1: only the first)
+    shrink: bool = True  #: a failing claimed cell shrinks its case (``audit mutate``: the first failure decides)
     triton_interpret: bool = False  #: an entry has ``triton: interpret`` (see :mod:`audit.runtime.triton`)
 
     @staticmethod
