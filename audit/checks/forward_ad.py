@@ -20,8 +20,9 @@ MISMATCH = "forward-mode AD: "
 def forward_ad(fn, ref, args, *, options, seed=0, tol=None, dtype=None, proxy=None, proxy_name="") -> list:
     """torch's gradcheck with only the forward-mode comparison turned on, with the audit's ``options`` for the
     cell, its failure located and sized (:func:`~audit.kit.explain_forward_ad_failure`); a target without a
-    forward-mode formula fails too. With a declared ``proxy``, the jvps against the
-    proxy's instead (:func:`jvps_against_proxy`)."""
+    forward-mode formula fails too. Where it holds, in float64 with a reference, the jvps against the reference's
+    (:func:`jvps_against_reference`). With a declared ``proxy``, the jvps against the proxy's instead
+    (:func:`jvps_against_proxy`)."""
     inputs = grad_inputs(args)
     if not inputs:
         return ["no input requires a gradient"]
@@ -35,7 +36,22 @@ def forward_ad(fn, ref, args, *, options, seed=0, tol=None, dtype=None, proxy=No
                 "or claim supports.forward_ad: false)"]
     except GradcheckError as exc:
         return [explain_forward_ad_failure(wrapped(fn, args), inputs, exc, options)]
+    if ref is not None and dtype in (torch.float64, torch.complex128):
+        return jvps_against_reference(fn, ref, args, seed=seed, tol=tol, dtype=dtype)
     return []
+
+
+def jvps_against_reference(fn, ref, args, *, seed, tol, dtype) -> list:
+    """The target's jvps (tangents drawn from ``seed``) against the reference's forward-mode AD in float64, within
+    the tight ``tol``: what finite differences cannot resolve (a jvp rounded through float32 is 1e-8 off). Nothing
+    where the reference has no forward-mode formula."""
+    try:
+        want = tangents(ref, leaves_in(args, torch.float64), seed, dtype)
+    except Exception:  # the reference cannot say (no forward-mode formula): finite differences have judged
+        return []
+    got = tangents(fn, args, seed, dtype)
+    return [f"forward-mode AD: {line} against the reference's forward-mode AD (float64, random tangents)"
+            for line in mismatches("jvp of output", got, want, tol)]
 
 
 def jvps_against_proxy(fn, ref, args, *, proxy, seed, tol, dtype, proxy_name="") -> list:
@@ -77,4 +93,4 @@ def run(subject, case) -> None:
 
 
 CHECK = declared("forward_ad", run=run, replay=forward_ad, script_values=gradcheck_values,
-                 replay_helpers=(jvps_against_proxy,))
+                 replay_helpers=(jvps_against_proxy, jvps_against_reference))

@@ -75,7 +75,8 @@ def kink_at(fn, inputs, i: int, flat, eps: float, atol: float, rtol: float) -> K
     """A :class:`Kink` when ``fn`` has no derivative at ``inputs`` along element ``flat`` of input ``i`` (or,
     given a tensor of the input's shape, along that direction)."""
     base = [x.detach().clone(memory_format=torch.contiguous_format) for x in inputs]
-    at = {h: _values(fn, base, i, flat, h) for h in (-eps, -eps / SHRINK, 0.0, eps / SHRINK, eps)}
+    steps = (-eps, -eps / SHRINK, -eps / SHRINK / 3, 0.0, eps / SHRINK / 3, eps / SHRINK, eps)
+    at = {h: _values(fn, base, i, flat, h) for h in steps}
     f0 = at[0.0]
     slopes = {}
     for h in (eps, eps / SHRINK):
@@ -86,15 +87,33 @@ def kink_at(fn, inputs, i: int, flat, eps: float, atol: float, rtol: float) -> K
     kink = (gap > allowed) & (gap2 > gap / 2)  # one-sided slopes differ and do not converge
     jump = (central - central2).abs() > allowed  # central estimates move with the step
     undefined = torch.isfinite(f0) & ~torch.isfinite(right + left + right2 + left2)  # a domain edge
-    bad = (kink | jump | undefined).nonzero().reshape(-1)
+    leap = _leap(at, eps)
+    bad = (((kink | jump) & (leap | ~_rounding(at, eps))) | undefined).nonzero().reshape(-1)
     if not len(bad):
         return None
     k = int(bad[0])
-    leap = _leap(at, eps)
     kind = "edge" if undefined[k] else "jump" if leap[k] else "kink"
     index = _unravel(flat, inputs[i].shape) if isinstance(flat, int) else ()
     return Kink(i, index, float(left[k]), float(right[k]), float(central[k]), kind,
                 direction=not isinstance(flat, int))
+
+
+def _rounding(at: dict, eps: float) -> torch.Tensor:
+    """Where the values' second difference does not shrink with the step (a smooth function's shrinks by
+    ``SHRINK**2``, a kink's by ``SHRINK``, but rounding noise stays as large), or where the values do not change at
+    all on either side of a small step although their slope says float64 would show it: a staircase (a float64
+    cell whose forward rounds through float32). There disagreeing slopes say nothing of a derivative, and a
+    failure is not excused as a kink: finite differences cannot judge it, and the target's forward is less
+    precise than its dtype."""
+    f0, near = at[0.0], eps / SHRINK
+    wide = (at[eps] - 2 * f0 + at[-eps]).abs()
+    narrow = (at[near] - 2 * f0 + at[-near]).abs()
+    nearer = (at[near / 3] - 2 * f0 + at[-near / 3]).abs()  # noise is as likely small at one step: two steps
+    slope = ((at[eps] - at[-eps]) / (2 * eps)).abs()
+    flat = torch.zeros_like(f0, dtype=torch.bool)
+    for h in (near, near / 3):  # no change at all on both sides where the slope predicts one float64 must show
+        flat |= (at[h] == f0) & (at[-h] == f0) & (slope * h > 1e-13 * (1 + f0.abs()))
+    return (torch.maximum(narrow, 3 * nearer) > wide / 3) | flat
 
 
 def _leap(at: dict, eps: float) -> torch.Tensor:

@@ -57,8 +57,10 @@ def probe(entry: Entry, target: Target, swap: Swap, key: CellKey, options: RunOp
     seen: list[bool] = []
     found: dict[str, dict[str, Any]] = {}
     try:
-        for name, variant in _input_sets(entry):
-            for case in _drawn(variant, seed_value):
+        for name, variant, empty in _input_sets(entry):
+            if name in found:
+                continue
+            for case in _drawn(variant, seed_value, empty):
                 with swap.watched(seen):
                     difference = _compare(subject, case, swap, seed_value)
                 if difference:
@@ -88,21 +90,23 @@ def _said(difference: dict[str, Any]) -> str:
             f"{difference['case']}")
 
 
-def _input_sets(entry: Entry) -> list[tuple[str, Entry]]:
-    """The registered entry, then its domain mirrored about 0, its dims widened (each to at least 17), and its
-    fixed float values changed (:func:`_other`)."""
-    sets = [("registered", entry)]
+def _input_sets(entry: Entry) -> list[tuple[str, Entry, bool]]:
+    """The registered entry (and its empty inputs, where a dim may be 0), then its domain mirrored about 0, its
+    dims widened (each to at least 17), and its fixed float values changed (:func:`_other`)."""
+    sets = [("registered", entry, False)]
+    if any(low == 0 for _, low, _ in entry.dims):  # the empty inputs the registration allows (the empty check's)
+        sets.append(("registered", entry, True))
     mirrored = tuple(replace(spec, domain=(min(spec.domain[0], -spec.domain[1]), max(spec.domain[1], -spec.domain[0])))
                      if isinstance(spec, TensorSpec) and not spec.kinks else spec for spec in entry.inputs)
     if mirrored != entry.inputs:
-        sets.append(("mirrored domain", replace(entry, inputs=mirrored)))
+        sets.append(("mirrored domain", replace(entry, inputs=mirrored), False))
     wider = tuple((name, low, max(high, 17) if name != entry.batch else high) for name, low, high in entry.dims)
     if wider != entry.dims:
-        sets.append(("wider dims", replace(entry, dims=wider)))
+        sets.append(("wider dims", replace(entry, dims=wider), False))
     other = tuple(replace(spec, value=_other(spec.value)) if isinstance(spec, ValueSpec) else spec
                   for spec in entry.inputs)
     if other != entry.inputs:
-        sets.append(("other values", replace(entry, inputs=other)))
+        sets.append(("other values", replace(entry, inputs=other), False))
     return sets
 
 
@@ -114,8 +118,9 @@ def _other(value: object) -> object:
     return value
 
 
-def _drawn(entry: Entry, seed_value: int) -> list[Case]:
-    """:data:`EXAMPLES` cases of ``entry``, the same for the same seed."""
+def _drawn(entry: Entry, seed_value: int, empty: bool = False) -> list[Case]:
+    """:data:`EXAMPLES` cases of ``entry`` (``empty``: with one dim that may be 0 at 0), the same for the same
+    seed."""
     drawn: list[Case] = []
     configured = settings(max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.generate],
                           suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
@@ -123,7 +128,7 @@ def _drawn(entry: Entry, seed_value: int) -> list[Case]:
     def keep(case: Case) -> None:
         drawn.append(case)
 
-    seed(seed_value)(configured(given(cases(entry))(keep)))()
+    seed(seed_value)(configured(given(cases(entry, empty=empty))(keep)))()
     return drawn
 
 

@@ -283,10 +283,20 @@ def _no_grad(function, context: _Context) -> Iterator[tuple]:
 
 
 def _layout(function, context: _Context) -> Iterator[tuple]:
-    """``.contiguous()`` dropped (the backward then assumes a contiguous gradient)."""
+    """``.contiguous()`` dropped, ``.reshape(...)`` as ``.view(...)``: the backward then assumes a contiguous
+    gradient (a view of a transposed one fails, or reads the wrong elements)."""
     for index, node in _sites(function, lambda n: isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                               and n.func.attr == "contiguous" and not n.args):
         yield from _one(function, index, "drop .contiguous()", lambda n: n.func.value, node)
+    for index, node in _sites(function, lambda n: isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                              and n.func.attr == "reshape"):
+        yield from _one(function, index, "reshape -> view", _as_view, node)
+
+
+def _as_view(call: Any) -> Any:
+    clone = copy.deepcopy(call)
+    clone.func.attr = "view"
+    return clone
 
 
 def _off_by_one(function, context: _Context) -> Iterator[tuple]:

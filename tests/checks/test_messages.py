@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from audit.results.outcome import VIOLATED
+from audit.results.outcome import HELD, VIOLATED
 from tests.helpers import entry, observe
 
 D = "tests.fixtures.degenerate"
@@ -88,3 +88,12 @@ def test_a_jvp_that_finite_differences_cannot_resolve_at_their_step_says_so():
     else:
         raise AssertionError("the forward-mode gradcheck held")
     assert "moves with the step" in said and "not a wrong jvp" in said, said
+
+
+def test_a_jvp_rounded_below_finite_differences_is_caught_by_the_reference_and_its_twin_holds(tmp_path):
+    spec = {"inputs": [{"shape": ["N"]}], "dims": {"N": [1, 3]}, "supports": {"forward_ad": True},
+            "reference": "tests.fixtures.broken:cube_reference"}
+    found = observe(entry(tmp_path, target="tests.fixtures.broken:RoundedJvp", **spec), "forward_ad", examples=3)
+    assert found.verdict == VIOLATED and "against the reference's forward-mode AD" in found.message, found.message
+    twin = observe(entry(tmp_path, target="tests.fixtures.broken:CubeJvp", **spec), "forward_ad", examples=3)
+    assert twin.verdict == HELD, twin.message

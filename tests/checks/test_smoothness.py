@@ -100,3 +100,14 @@ def test_a_point_without_a_derivative_is_one_in_any_direction(tmp_path, target, 
 def test_a_wrong_gradient_at_a_point_smooth_in_every_direction_still_fails(tmp_path, target):
     found = observe(entry(tmp_path, target=target, inputs=[{"shape": ["N", "N"]}], dims={"N": [2, 3]}), "gradcheck")
     assert found.verdict == VIOLATED, found.message
+
+
+def test_rounding_noise_in_a_float64_forward_is_not_excused_as_a_kink(tmp_path):
+    """Before the rounding test, 11 of 20 examples were excused as kinks and the cell passed. A staircase can still
+    look smooth at one step on an example (flat between two float32 values): the cell fails on the others."""
+    spec = {"inputs": [{"shape": ["N"]}], "supports": {"dtypes": ["float64"]}}
+    found = observe(entry(tmp_path, target="tests.fixtures.smoothness:RoundedSquare", **spec), "gradcheck")
+    assert found.verdict == VIOLATED, found.details
+    assert found.details.get("non_smooth", {}).get("examples", 0) <= 5, found.details
+    twin = observe(entry(tmp_path, target="tests.fixtures.smoothness:ExactSquare", **spec), "gradcheck")
+    assert twin.verdict == HELD, twin.message

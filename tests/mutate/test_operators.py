@@ -85,6 +85,12 @@ def test_a_product_with_the_incoming_gradient_is_done_in_place_on_it():
     assert ("return grad * w", "return grad.mul_(w)") in [(m.before, m.after) for m in found(source)]
 
 
+def test_a_reshape_becomes_a_view_that_assumes_contiguous_memory():
+    source = "def backward(ctx, grad):\n    return grad.reshape(-1, 2).sum(0)\n"
+    assert ("return grad.reshape(-1, 2).sum(0)", "return grad.view(-1, 2).sum(0)") in [
+        (m.before, m.after) for m in found(source) if m.operator == "reshape -> view"]
+
+
 def test_a_reduction_dim_is_not_also_mutated_as_a_constant():
     source = "def backward(ctx, grad):\n    return grad.sum(dim=-1) + grad.unsqueeze(-1).sum(-1)\n"
     assert not [m for m in found(source) if m.operator.startswith("constant")]

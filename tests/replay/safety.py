@@ -69,6 +69,8 @@ ROWS: list[Planted] = [
             f"{B}TwoOutputs", "backward through output 1 alone: gradient of input 0"),
     Planted(f"{B}WrongJvp", "forward_ad", {**SINGLE, "supports": {"forward_ad": True}}, f"{B}CubeJvp",
             "forward-mode AD: Jacobian mismatch for output 0 with respect to input 0: max |jvp - numeric|"),
+    Planted(f"{B}RoundedJvp", "forward_ad", {**SINGLE, "supports": {"forward_ad": True}}, f"{B}CubeJvp",
+            "against the reference's forward-mode AD"),
     Planted("tests.fixtures.vocabulary:CubeBareJvp", "forward_ad", {**SINGLE, "supports": {"forward_ad": True}},
             f"{B}CubeJvp", "no forward-mode formula"),
 ]
