@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -162,9 +163,11 @@ def _tensor(arg: TensorArg, dtype: str, device: str, layout: str = "contiguous")
 
 
 def _draws(fn, args) -> list:
-    """The random draws ``fn(*args)`` makes (see :class:`~audit.runtime.randomness.RecordedDraws`)."""
-    with torch.no_grad(), randomness.RecordedDraws() as recorded:
-        fn(*args)
+    """The random draws ``fn(*args)`` makes (see :class:`~audit.runtime.randomness.RecordedDraws`), up to where it
+    raises: a target that raises is the property's to report (this is asked again while its failure's script is
+    written, outside the property), and what it drew before the raise is still its draws."""
+    with torch.no_grad(), randomness.RecordedDraws() as recorded, contextlib.suppress(Exception):
+        fn(*args)  # a raise is the property's finding, not this question's
     return recorded.draws
 
 

@@ -136,3 +136,12 @@ def test_each_part_is_tested_on_its_first_elements_only():
     x = torch.zeros(300, dtype=torch.float64, requires_grad=True)
     t, parts = stats.sample(Jitter.apply, [x], (), 0, 3, 0)
     assert t.shape == (3, 512) and parts == [("output 0", (300,), 256), ("gradient of input 0", (300,), 256)]
+
+
+def test_a_stochastic_target_that_raises_fails_the_check_rather_than_erring_the_audit(tmp_path):
+    """Writing the failure's replay script asks whether target and reference draw alike, outside the property:
+    the target's raise there used to escape as "the audit failed"."""
+    spec = {"inputs": [{"shape": ["M", "N"]}], "dims": {"M": [1, 2], "N": [1, 3]},
+            "supports": {"deterministic": False}, "reference": "tests.fixtures.stochastic:dropout_reference"}
+    found = observe(entry(tmp_path, target="tests.fixtures.stochastic:DropoutRaising", **spec), "forward", examples=3)
+    assert found.verdict == VIOLATED and found.message.startswith("raised ValueError"), found.message

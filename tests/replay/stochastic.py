@@ -19,6 +19,7 @@ ROWS: list[Planted] = [
     Planted(f"{S}JitterWrongGrad", "statistics", JITTER, f"{S}Jitter", "constant over"),
     # No reference: gradcheck would compare the twin's draws with torch's dropout's, which it draws otherwise. At
     # least 9 elements: on 1 to 6 the fresh mask of each backward call happens to equal forward's on this seed.
+    Planted(f"{S}DropoutRaising", "forward", DROPOUT, f"{S}Dropout", "raised ValueError: dropout probability"),
     Planted(f"{S}DropoutRedrawnMask", "gradcheck", {**NOISE, "dims": {"M": [3, 4], "N": [3, 4]}}, f"{S}Dropout",
             "Backward is not reentrant"),
 ]
