@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from audit.contract import DTYPE_ORDER
 from audit.inputs.case import Case
 from audit.inputs.strategies import cases
-from audit.kit import grad_inputs, gradients, outputs_of, second_order, tangents
+from audit.kit import differentiable, filled, grad_inputs, grad_outputs, outputs_of, second_order, tangents
 from audit.registry.model import Entry, TensorSpec, ValueSpec
 from audit.results.kinds import ErrorKind
 from audit.results.outcome import CellKey, Outcome, Verdict, error_outcome
@@ -171,7 +171,17 @@ def _results(subject: Subject, case: Case, swap: Swap, mutated: bool, seed_value
 
 
 def _vjp(fn: Any, args: list[Any], seed_value: int) -> list[Any]:
-    return gradients(outputs_of(fn(*args)), args, seed_value)
+    """The gradients for seeded cotangents; a backward that writes into a cotangent it was given (``grad.mul_``)
+    changes what every other consumer of that gradient sees, and is told apart by the marker it returns."""
+    inputs, outputs = grad_inputs(args), differentiable(outputs_of(fn(*args)))
+    if not (inputs and outputs):
+        return []
+    cotangents = grad_outputs(outputs, seed_value)
+    kept = [c.clone() for c in cotangents]
+    found = filled(torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True), inputs)
+    if any(not torch.equal(c, k) for c, k in zip(cotangents, kept)):
+        found.append(torch.tensor(float("nan")))  # the original leaves its cotangents alone: a difference
+    return found
 
 
 def _jvp(fn: Any, args: list[Any], seed_value: int) -> list[Any]:

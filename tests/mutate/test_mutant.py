@@ -63,3 +63,25 @@ def test_a_function_registered_elsewhere_runs_the_mutant_too():
 def test_a_mutant_that_cannot_be_loaded_says_why(qualname, source, said):
     with pytest.raises(MutantError, match=said), applied(Mutant(M, qualname, source)):
         pass
+
+
+@pytest.mark.parametrize("body, differs", [
+    ("return grad.mul_(3 * x ** 2)", True),  # the same gradient, written into the incoming one: a side effect
+    ("return 3 * (x * x) * grad", False),  # the same gradient, computed in another order: equivalent
+    ("return 3 * x ** 2 * grad * 1.01", True),
+])
+def test_the_probe_tells_a_changed_gradient_or_a_written_cotangent_from_an_equivalent_one(tmp_path, body, differs):
+    from audit.engine.equivalence import probe, probe_key
+    from audit.runtime.options import RunOptions
+    from audit.runtime.target import resolve
+    from tests.helpers import ROOT, entry
+
+    spec = entry(tmp_path, target=f"{M}:Cube", inputs=[{"shape": ["N"]}])
+    source = f"def backward(ctx, grad):\n    (x,) = ctx.saved_tensors\n    {body}\n"
+    with applied(Mutant(M, "Cube.backward", source)) as swap:
+        found = probe(spec, resolve(spec, ROOT), swap, probe_key(spec), RunOptions(base=str(ROOT)), 0)
+    assert (found.verdict.value == "held") == differs, found.message
+    if differs:
+        assert found.details["differs"]["registered"]["quantity"] == "gradient", found.details
+    else:
+        assert found.message.startswith("equivalent"), found.message
