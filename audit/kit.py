@@ -463,11 +463,7 @@ def explain_gradgradcheck_failure(fn, inputs, exc: Exception, options: dict, see
     analytic, numeric = found[3].reshape(-1)[flat].item(), found[4].reshape(-1)[flat].item()
     wrt = "input {i}" if i < count else f"grad_output {i - count}"
     located = _said(found, atol, rtol, "the gradient of input {o}", wrt)
-    if abs(finer - numeric) <= 0.1 * abs(analytic - numeric):
-        steady = f"; numeric {finer:.6g} at a quarter of the step: stable, the second derivative is wrong there"
-    else:
-        steady = (f"; numeric {finer:.6g} at a quarter of the step: it moves with the step, so finite differences "
-                  "cannot resolve it at this tolerance (a tolerance question, not a wrong second derivative)")
+    steady = _steadiness(analytic, numeric, finer, "the second derivative")
     return f"second derivative: {located}{steady}; torch.autograd.gradgradcheck: {said}"
 
 
@@ -488,14 +484,17 @@ def explain_forward_ad_failure(fn, inputs, exc: Exception, options: dict) -> str
         return f"forward-mode AD: {said}"
     analytic, numeric = found[3].reshape(-1)[flat].item(), found[4].reshape(-1)[flat].item()
     located = _said(found, atol, rtol).replace("analytic", "jvp")
-    if not (math.isfinite(analytic) and math.isfinite(numeric)):
-        steady = ""
-    elif abs(finer - numeric) <= 0.1 * abs(analytic - numeric):
-        steady = f"; numeric {finer:.6g} at a quarter of the step: stable, the jvp is wrong there"
-    else:
-        steady = (f"; numeric {finer:.6g} at a quarter of the step: it moves with the step, so finite differences "
-                  "cannot resolve it at this tolerance (a tolerance question, not a wrong jvp)")
+    steady = _steadiness(analytic, numeric, finer, "the jvp") if math.isfinite(analytic - numeric) else ""
     return f"forward-mode AD: {located}{steady}; torch.autograd.gradcheck: {said}"
+
+
+def _steadiness(analytic: float, numeric: float, finer: float, what: str) -> str:
+    """Whether the numeric value ``finer`` at a quarter of the step stays (``what`` is wrong there) or moves with
+    the step (finite differences cannot resolve it at this tolerance), as a clause."""
+    if abs(finer - numeric) <= 0.1 * abs(analytic - numeric):
+        return f"; numeric {finer:.6g} at a quarter of the step: stable, {what} is wrong there"
+    return (f"; numeric {finer:.6g} at a quarter of the step: it moves with the step, so finite differences cannot "
+            f"resolve it at this tolerance (a tolerance question, not a wrong {what.removeprefix('the ')})")
 
 
 def _forward_analytic(fn, inputs) -> dict:

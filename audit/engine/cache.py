@@ -98,11 +98,7 @@ def code_fingerprint(entry: Entry, base: Path, checks_dir: Path | None = None) -
     modules = [entry.target.partition(":")[0]] if entry.kind != EntryKind.OP else []
     modules += list(entry.load)
     modules += [spec.partition(":")[0] for spec in (entry.reference, entry.proxy) if spec]
-    # The places a worker imports from: the registry's folder, and its working directory (sys.path[0] of
-    # `python -m audit.engine.worker`), which a console script's own sys.path lacks.
-    for folder in (str(base), os.getcwd()):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
+    importable_from(base)
     from audit.runtime.native import is_native
 
     files: dict[str, str] = {}
@@ -158,6 +154,14 @@ def entry_spec(entry: Entry) -> dict[str, object]:
 def spec_digest(entry: Entry) -> str:
     """sha256 of :func:`entry_spec`."""
     return hashlib.sha256(json.dumps(entry_spec(entry), sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def importable_from(base: Path) -> None:
+    """Put the places a worker imports from on this process's path: the registry's folder, and the working
+    directory (sys.path[0] of `python -m audit.engine.worker`), which a console script's own sys.path lacks."""
+    for folder in (str(base), os.getcwd()):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
 
 
 def module_file(module: str) -> Path | None:

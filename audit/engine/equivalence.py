@@ -16,9 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 import torch
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
-
 from audit.contract import DTYPE_ORDER
+from audit.engine.explore import given_cases
 from audit.inputs.case import Case
 from audit.inputs.strategies import cases
 from audit.kit import differentiable, filled, grad_inputs, grad_outputs, outputs_of, second_order, tangents
@@ -122,13 +121,11 @@ def _drawn(entry: Entry, seed_value: int, empty: bool = False) -> list[Case]:
     """:data:`EXAMPLES` cases of ``entry`` (``empty``: with one dim that may be 0 at 0), the same for the same
     seed."""
     drawn: list[Case] = []
-    configured = settings(max_examples=EXAMPLES, deadline=None, database=None, phases=[Phase.generate],
-                          suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
 
     def keep(case: Case) -> None:
         drawn.append(case)
 
-    seed(seed_value)(configured(given(cases(entry, empty=empty))(keep)))()
+    given_cases(keep, cases(entry, empty=empty), EXAMPLES, seed_value, shrink=False)()
     return drawn
 
 

@@ -169,7 +169,7 @@ def _special(prop: Property, strategy: SearchStrategy[Case], seed_value: int, sp
              drawn: Exploration) -> Exploration:
     """The ``special`` cases, once the ``drawn`` ones held: Hypothesis's explicit examples, never shrunk."""
     state = SearchState(frozenset(), math.inf)
-    found = _ran(_given(_property(prop, state), strategy, 1, seed_value, False, special), state)
+    found = _ran(given_cases(_property(prop, state), strategy, 1, seed_value, False, special), state)
     # ``examples`` counts drawn cases only, as ``--examples`` sets them; ``special`` counts the structured ones run
     return replace(found, examples=drawn.examples, special=found.examples, skipped=drawn.skipped or found.skipped,
                    fault=drawn.fault or found.fault, refused=drawn.refused or found.refused)
@@ -197,7 +197,7 @@ def _search(prop: Property, strategy: SearchStrategy[Case], examples: int, seed_
             known: frozenset[str] = frozenset(), deadline: float = math.inf) -> Exploration:
     """One Hypothesis search in which failures of the ``known`` kinds count as passes."""
     state = SearchState(known, deadline)
-    return _ran(_given(_property(prop, state), strategy, examples, seed_value, shrink), state)
+    return _ran(given_cases(_property(prop, state), strategy, examples, seed_value, shrink), state)
 
 
 def _ran(test: Callable[[], None], state: SearchState) -> Exploration:
@@ -345,8 +345,10 @@ def _record(state: SearchState, case: Case, message: str, kind: str) -> bool:
     return True
 
 
-def _given(run: Callable[[Case], None], strategy: SearchStrategy[Case], examples: int, seed_value: int, shrink: bool,
-           special: tuple[Case, ...] = ()) -> Callable[[], None]:
+def given_cases(run: Callable[[Case], None], strategy: SearchStrategy[Case], examples: int, seed_value: int,
+                shrink: bool, special: tuple[Case, ...] = ()) -> Callable[[], None]:
+    """``run`` on ``examples`` cases of ``strategy`` (after the ``special`` ones), seeded, quiet, without a
+    database: the one Hypothesis configuration of the engine's searches and of the mutants' probe."""
     phases = [Phase.explicit] if special else [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
     configured = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
                           phases=phases, suppress_health_check=list(HealthCheck), print_blob=False,

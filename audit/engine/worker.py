@@ -14,7 +14,7 @@ import platform
 import sys
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,19 +141,15 @@ def _mutated(job: Job, outbox: Connection) -> Iterator[Any]:
     if job.mutant is None:
         yield None
         return
-    try:
-        context = applied(job.mutant)
-        swap = context.__enter__()
-    except MutantError as exc:
-        for key in job.cells:
-            outbox.send(CellFinished(error_outcome(key, f"the mutant could not be loaded: {exc}",
-                                                   ErrorKind.NOT_LOADED)))
-        yield False
-        return
-    try:
+    with ExitStack() as stack:
+        try:
+            swap = stack.enter_context(applied(job.mutant))
+        except MutantError as exc:
+            for key in job.cells:
+                outbox.send(CellFinished(error_outcome(key, f"the mutant could not be loaded: {exc}",
+                                                       ErrorKind.NOT_LOADED)))
+            swap = False
         yield swap
-    finally:
-        context.__exit__(None, None, None)
 
 
 def _decided(key: CellKey, outcome: Outcome) -> bool:

@@ -43,8 +43,7 @@ def special_cases(entry: Entry) -> tuple[Case, ...]:
     if entry.sparse or not entry.tensor_inputs:
         return ()
     sizes = {name: _size(entry, name) for name in entry.symbols}
-    shapes = [tuple(sizes[s] if isinstance(s, str) else s for s in spec.shape) if isinstance(spec, TensorSpec)
-              else None for spec in entry.inputs]
+    shapes = [_shape(spec, sizes) if isinstance(spec, TensorSpec) else None for spec in entry.inputs]
     base = [_generic(spec, shape, i) if shape is not None else None for i, (spec, shape) in
             enumerate(zip(entry.inputs, shapes))]
     found: dict[str, Case] = {}

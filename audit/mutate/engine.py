@@ -68,7 +68,8 @@ def mutate(registry: Registry, entries: list[Entry], checks: Mapping[str, Check]
             notes[name].append("no Python function of this entry to mutate (native code, or none found)")
         if not held[name]:
             continue
-        planned[name] = _planned(result.entry, found.sites, held[name], options, limit, tuple(operators))
+        planned[name] = _planned(result.entry, found.sites, held[name], options, limit, tuple(operators),
+                                 repr(baseline.environment))
     cache = _Store(Path(options.cache_dir) / "mutants") if options.cache_dir else None
     done: dict[str, MutantResult] = {}
     todo: list[Planned] = []
@@ -114,10 +115,10 @@ def _held(result: EntryResult) -> tuple[tuple[CellKey, ...], list[str]]:
 
 
 def _planned(entry: Entry, found: tuple[Site, ...], cells: tuple[CellKey, ...], options: RunOptions,
-             limit: int | None, operators: tuple[str, ...]) -> list[Planned]:
+             limit: int | None, operators: tuple[str, ...], environment: str) -> list[Planned]:
     probe = probe_key(entry)
     claimed = {probe: True, **dict.fromkeys(cells, True)}
-    common = _common_key(entry, options, cells)
+    common = _common_key(entry, options, cells, environment)
     deciding = replace(options, failures=1, shrink=False)  # the first failing example kills: no shrinking, no search on
     plans: list[Planned] = []
     number = 0
@@ -136,19 +137,18 @@ def _planned(entry: Entry, found: tuple[Site, ...], cells: tuple[CellKey, ...], 
     return plans
 
 
-def _common_key(entry: Entry, options: RunOptions, cells: tuple[CellKey, ...]) -> str:
+def _common_key(entry: Entry, options: RunOptions, cells: tuple[CellKey, ...], environment: str) -> str:
     """What every mutant's cache key of ``entry`` shares (the entry, the code it reads, the audit's code, the
-    options that change an outcome, the cells); "" where the code has no fingerprint."""
+    ``environment`` the baseline ran in, the options that change an outcome, the cells); "" where the code has no
+    fingerprint."""
     if not options.cache_dir:
         return ""
     code = code_fingerprint(entry, Path(options.base), Path(options.checks_dir) if options.checks_dir else None)
     if code is None:
         return ""
-    from audit.engine.worker import environment  # the parent's torch: the workers' (one machine, one install)
-
     chosen = {"examples": options.examples, "seed": options.seed, "backend": options.compile_backend}
-    return json.dumps([spec_digest(entry), code, audit_digest(), repr(environment()), chosen,
-                       [asdict(k) for k in cells]], sort_keys=True)
+    return json.dumps([spec_digest(entry), code, audit_digest(), environment, chosen, [asdict(k) for k in cells]],
+                      sort_keys=True)
 
 
 class _Listener:

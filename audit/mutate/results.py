@@ -16,6 +16,13 @@ FATES = (KILLED, SURVIVED, EQUIVALENT, ERRORED)
 SCHEMA = 1
 
 
+def kill_rate(counts: dict[str, int]) -> float | None:
+    """killed / (killed + survived): the share of the mutants that change a result which the claimed checks catch
+    (equivalent and errored mutants are not counted); None with none to count."""
+    judged = counts[KILLED] + counts[SURVIVED]
+    return counts[KILLED] / judged if judged else None
+
+
 @dataclass(frozen=True)
 class MutantResult:
     """One mutant: what it changed (function, operator, the one-line diff), its fate, the cell that decided it (the
@@ -53,11 +60,8 @@ class EntryMutation:
 
     @property
     def kill_rate(self) -> float | None:
-        """killed / (killed + survived): the share of the mutants that change a result which the claimed checks
-        catch (equivalent and errored mutants are not counted); None with none to count."""
-        counts = self.counts
-        judged = counts[KILLED] + counts[SURVIVED]
-        return counts[KILLED] / judged if judged else None
+        """The entry's :func:`kill_rate`."""
+        return kill_rate(self.counts)
 
 
 @dataclass(frozen=True)
@@ -76,9 +80,8 @@ class MutationRun:
 
     @property
     def kill_rate(self) -> float | None:
-        counts = self.counts
-        judged = counts[KILLED] + counts[SURVIVED]
-        return counts[KILLED] / judged if judged else None
+        """The run's :func:`kill_rate`."""
+        return kill_rate(self.counts)
 
     @property
     def first_kills(self) -> dict[str, int]:

@@ -10,11 +10,10 @@ Python function's code, so a swapped code object would not change what runs.
 from __future__ import annotations
 
 import ast
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from audit.engine.cache import module_file
+from audit.engine.cache import importable_from, module_file
 from audit.mutate.operators import ROLES
 from audit.registry.model import Entry, EntryKind
 from audit.runtime.native import is_native
@@ -43,11 +42,7 @@ class Found:
 
 def sites(entry: Entry, base: Path) -> Found:
     """The functions of ``entry`` that can be mutated (see the module's docstring)."""
-    import os
-
-    for folder in (str(base), os.getcwd()):  # where a worker imports from: the registry's folder, its cwd
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
+    importable_from(base)
     module, _, qualname = entry.target.partition(":")
     modules = ([module] if entry.kind != EntryKind.OP else []) + [m for m in entry.load if not is_native(m)]
     found: list[Site] = []

@@ -98,8 +98,9 @@ def html(run: MutationRun) -> str:
         for e in run.entries for m in e.mutants if m.fate == SURVIVED)
     notes = "".join(f"<li><b>{escape(e.name)}</b>: {escape(n)}</li>" for e in run.entries for n in e.notes)
     kills = "".join(f"<tr><td>{escape(c)}</td><td>{n}</td></tr>" for c, n in run.first_kills.items())
-    body = (f'<header class="banner {verdict}"><h1>{escape(_verdict(run).splitlines()[0])}</h1>'
-            + "".join(f"<p>{escape(line)}</p>" for line in _verdict(run).splitlines()[1:]) + "</header>"
+    headline, *gate = _verdict(run).splitlines()
+    body = (f'<header class="banner {verdict}"><h1>{escape(headline)}</h1>'
+            + "".join(f"<p>{escape(line)}</p>" for line in gate) + "</header>"
             f"<h2>Entries</h2><table><tr>{head}</tr>{rows}</table>"
             + (f"<h2>Survivors</h2>{survivors}" if survivors else "")
             + (f"<h2>Notes</h2><ul>{notes}</ul>" if notes else "")
