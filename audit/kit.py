@@ -164,15 +164,34 @@ def guarded(f, mutates=(), seed=None):
 # -- comparison --------------------------------------------------------------------------------------------------
 
 class Finding(str):
-    """A property's message that also says what kind of failure it is, without where or by how much
-    ("output 0", "gradient of input 1"): the audit shrinks a failure only into cases of the same kind."""
+    """A property's message that also says what kind of failure it is, without by how much: ``kind`` with where
+    ("output 0", "gradient of input 1"), into which the audit shrinks a failure (only cases of the same kind), and
+    ``family`` without where ("gradient of input"): what a check's judgement decides by, so that no verdict reads a
+    message's wording (the constants below name the families a judgement keys on)."""
 
     kind: str
+    family: str
 
-    def __new__(cls, message: str, kind: str):
+    def __new__(cls, message: str, kind: str, family: str = ""):
         found = super().__new__(cls, message)
-        found.kind = kind
+        found.kind, found.family = kind, family or kind
         return found
+
+    def worded(self, message: str) -> Finding:
+        """The same finding said in other words (more said around it, a mode named)."""
+        return Finding(message, self.kind, self.family)
+
+
+#: Families of findings that a check's judgement decides by (:class:`Finding`): a Jacobian against finite
+#: differences (a point without a derivative may excuse it), jacfwd's all-zero Jacobian, torch.func refusing an
+#: autograd.Function called inside the target (for an op: PyTorch's own bug), a jvp off finite differences or off
+#: the reference's, and a compiled gradient off eager's.
+JACREV_VS_DIFFERENCES = "jacrev vs finite differences"
+JACFWD_VS_DIFFERENCES = "jacfwd vs finite differences"
+JACFWD_ALL_ZERO = "jacfwd gave an all-zero Jacobian"
+REFUSED_INSIDE = "torch.func refuses an autograd.Function called inside"
+FORWARD_AD_MISMATCH = "forward-mode AD"
+COMPILED_GRADIENT = "compiled gradient of input"
 
 
 def mismatch(got, expected, tol, magnitude: float = 0.0) -> str | None:
@@ -251,7 +270,7 @@ def mismatches(label: str, got, expected, tol, magnitude: float = 0.0) -> list:
     if len(got) != len(expected):
         return [f"{label}: {len(got)} tensors, expected {len(expected)}"]
     found = [(i, mismatch(g, e, tol, magnitude)) for i, (g, e) in enumerate(zip(got, expected))]
-    return [Finding(f"{label} {i}: {problem}", f"{label} {i}") for i, problem in found if problem]
+    return [Finding(f"{label} {i}: {problem}", f"{label} {i}", label) for i, problem in found if problem]
 
 
 class Tol:
@@ -776,7 +795,7 @@ def own_error_mismatches(label: str, got, truth, own, dtype, ratios=None, inputs
     for i, (g, t, o) in enumerate(zip(got, truth, own)):
         problem = own_error_mismatch(g, t, o, dtype, ratios, f"{label} {i}", inputs, magnitude)
         if problem:
-            found.append(Finding(f"{label} {i}: {problem}", f"{label} {i}"))
+            found.append(Finding(f"{label} {i}: {problem}", f"{label} {i}", label))
     return found
 
 
@@ -900,8 +919,8 @@ def noisy_mismatches(label: str, got, expected, tol, measured) -> list:
         return found
     width = measured()
     wider = Tol(tol.atol + NOISE_FACTOR * width, tol.rtol, tol.scale)
-    return [Finding(f"{line} (atol includes {NOISE_FACTOR}x the rounding noise measured here, {width:.3g}: the "
-                    f"second difference of the results over steps of {NOISE_STEP} eps in the inputs)", line.kind)
+    return [line.worded(f"{line} (atol includes {NOISE_FACTOR}x the rounding noise measured here, {width:.3g}: the "
+                        f"second difference of the results over steps of {NOISE_STEP} eps in the inputs)")
             for line in mismatches(label, got, expected, wider)]
 
 

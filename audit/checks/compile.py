@@ -12,9 +12,9 @@ import torch
 from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.kit import (Compiled, built_model, bypass_hint, dynamo_refusal, fresh, guarded, measured_noise, mismatch,
-                       mismatches,
-                       model_batch, noisy_mismatches, parameter_grads, ran, training_step)
+from audit.kit import (COMPILED_GRADIENT, Compiled, built_model, bypass_hint, dynamo_refusal, fresh, guarded,
+                       measured_noise, mismatch, mismatches, model_batch, noisy_mismatches, parameter_grads, ran,
+                       training_step)
 from audit.registry.model import EntryKind
 from audit.toolkit import dynamo
 from audit.toolkit.torch_bugs import COMPILE_MARK_DIRTY, TorchBugHit, compile_drops_mark_dirty
@@ -53,8 +53,8 @@ def against_eager(eager, compiled, args, seed: int, tol, proxy_name: str = "") -
     expected, got = ran(eager, fresh(args), seed), ran(compiled, fresh(args), seed)
     measured = measured_noise(lambda xs: list(ran(eager, xs, seed)), fresh(args))
     return (noisy_mismatches("compiled output", got[0], expected[0], tol, lambda: measured()[0])
-            or [line + bypass_hint(line, proxy_name, "torch.compile") for line in
-                noisy_mismatches("compiled gradient of input", got[1], expected[1], tol, lambda: measured()[1])])
+            or [line.worded(line + bypass_hint("gradient", proxy_name, "torch.compile")) for line in
+                noisy_mismatches(COMPILED_GRADIENT, got[1], expected[1], tol, lambda: measured()[1])])
 
 
 def compile_model(fn, ref, args, *, dtype, device, plan, backend, tol, observe=None) -> list:
@@ -97,7 +97,7 @@ def run(subject, case) -> None:
     compiled = guarded(subject.state["compiled"].fn, mutates, seed)
     with dynamo.graph_breaks_explained():
         found = against_eager(eager, compiled, subject.args(case), seed, subject.tolerance(), subject.entry.proxy or "")
-    if found and found[0].startswith("compiled gradient") and subject.entry.mutates \
+    if found and getattr(found[0], "family", "") == COMPILED_GRADIENT and subject.entry.mutates \
             and subject.state.get("mark_dirty_bug"):
         raise TorchBugHit(COMPILE_MARK_DIRTY, found[0])
     if found:

@@ -7,15 +7,10 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import (GradcheckError, ProxyError, explain_forward_ad_failure, first_line, grad_inputs, leaves_in,
-                       mismatches, tangents, wrapped)
+from audit.kit import (FORWARD_AD_MISMATCH, Finding, GradcheckError, ProxyError, explain_forward_ad_failure,
+                       first_line, grad_inputs, leaves_in, mismatches, tangents, wrapped)
 from audit.toolkit.jacobian import (differences_meaningful, gradcheck_options, gradcheck_values,
                                     gradients_through_grad, wrap)
-
-#: How :func:`forward_ad`'s one failure that finite differences can excuse begins (its line says it again: the
-#: replay script carries the property, not this module).
-MISMATCH = "forward-mode AD: "
-
 
 def forward_ad(fn, ref, args, *, options, seed=0, tol=None, dtype=None, proxy=None, proxy_name="") -> list:
     """torch's gradcheck with only the forward-mode comparison turned on, with the audit's ``options`` for the
@@ -35,7 +30,7 @@ def forward_ad(fn, ref, args, *, options, seed=0, tol=None, dtype=None, proxy=No
         return [f"no forward-mode formula: {first_line(exc)} (define a jvp staticmethod using ctx.save_for_forward, "
                 "or claim supports.forward_ad: false)"]
     except GradcheckError as exc:
-        return [explain_forward_ad_failure(wrapped(fn, args), inputs, exc, options)]
+        return [Finding(explain_forward_ad_failure(wrapped(fn, args), inputs, exc, options), FORWARD_AD_MISMATCH)]
     if ref is not None and dtype in (torch.float64, torch.complex128):
         return jvps_against_reference(fn, ref, args, seed=seed, tol=tol, dtype=dtype)
     return []
@@ -50,8 +45,8 @@ def jvps_against_reference(fn, ref, args, *, seed, tol, dtype) -> list:
     except Exception:  # the reference cannot say (no forward-mode formula): finite differences have judged
         return []
     got = tangents(fn, args, seed, dtype)
-    return [f"forward-mode AD: {line} against the reference's forward-mode AD (float64, random tangents)"
-            for line in mismatches("jvp of output", got, want, tol)]
+    return [Finding(f"forward-mode AD: {line} against the reference's forward-mode AD (float64, random tangents)",
+                    FORWARD_AD_MISMATCH) for line in mismatches("jvp of output", got, want, tol)]
 
 
 def jvps_against_proxy(fn, ref, args, *, proxy, seed, tol, dtype, proxy_name="") -> list:
@@ -83,7 +78,7 @@ def run(subject, case) -> None:
     found = replayable.problems(CHECK, subject, case)
     if not found:
         return
-    if found[0].startswith(MISMATCH):
+    if getattr(found[0], "family", "") == FORWARD_AD_MISMATCH:
         args = subject.args(case)
         inputs = grad_inputs(args)
         if smoothness.excused(subject, "forward_ad", case, wrap(subject, args), inputs,

@@ -8,8 +8,9 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.kit import (DIFFERENCE_STEPS, NOISE_FACTOR, Tol, bypass_hint, central_jacobian, detached, eager_jacobian,
-                       floating, grad_outputs, is_setup_context_refusal, jacobian_column, measured_noise, mismatch,
+from audit.kit import (DIFFERENCE_STEPS, JACFWD_ALL_ZERO, JACFWD_VS_DIFFERENCES, JACREV_VS_DIFFERENCES, NOISE_FACTOR,
+                       REFUSED_INSIDE, Finding, Tol, bypass_hint, central_jacobian, detached, eager_jacobian, floating,
+                       grad_outputs, is_setup_context_refusal, jacobian_column, measured_noise, mismatch,
                        noisy_mismatches, outputs_of, realified)
 from audit.registry.model import EntryKind
 from audit.toolkit.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit
@@ -193,8 +194,11 @@ def jacobians(target, kind, sample, forward_ad: bool, proxy_name: str = "") -> l
                 if problem:
                     problems.append(f"{label}: d output {i} / d input {j}[flat {e}] vs {against}: {problem}")
         if problems:
-            zeros = "; jacfwd gave an all-zero Jacobian" if zero and label == "jacfwd" and kind == "op" else ""
-            return [f"{problems[0]}{viewed}{zeros}{bypass_hint('gradient', proxy_name, label)}"]
+            zeros = zero and label == "jacfwd" and kind == "op"
+            family = (JACFWD_ALL_ZERO if zeros else f"{label} vs the eager Jacobian" if proxy_name
+                      else {"jacrev": JACREV_VS_DIFFERENCES, "jacfwd": JACFWD_VS_DIFFERENCES}[label])
+            said = f"{problems[0]}{viewed}{'; jacfwd gave an all-zero Jacobian' if zeros else ''}"
+            return [Finding(f"{said}{bypass_hint('gradient', proxy_name, label)}", family)]
     return []
 
 
@@ -206,44 +210,42 @@ def transformed(label: str, kind: str, thunk):
     except RuntimeError as exc:
         text = str(exc)
         if is_setup_context_refusal(exc) and kind == "function":
-            return None, (f"{label}: torch.func refuses this autograd.Function: it takes ctx in forward (old style). "
-                          "Give it forward(*args) without ctx plus setup_context(ctx, inputs, output), then set "
-                          "generate_vmap_rule = True (pure-torch forward) or write a vmap staticmethod; see "
-                          "https://pytorch.org/docs/stable/notes/extending.func.html")
+            return None, Finding(f"{label}: torch.func refuses this autograd.Function: it takes ctx in forward (old "
+                                 "style). Give it forward(*args) without ctx plus setup_context(ctx, inputs, output), "
+                                 "then set generate_vmap_rule = True (pure-torch forward) or write a vmap "
+                                 "staticmethod; see https://pytorch.org/docs/stable/notes/extending.func.html",
+                                 "torch.func refuses an old-style autograd.Function")
         if is_setup_context_refusal(exc):
-            return None, (f"{label}: torch.func refuses an autograd.Function called inside: either an old-style "
-                          "Function (ctx in forward: give it setup_context and a vmap rule) or a torch.library op "
-                          "with register_autograd, which PyTorch builds that way itself (its bug: "
-                          "pytorch/pytorch#168393)")
+            return None, Finding(f"{label}: torch.func refuses an autograd.Function called inside: either an "
+                                 "old-style Function (ctx in forward: give it setup_context and a vmap rule) or a "
+                                 "torch.library op with register_autograd, which PyTorch builds that way itself (its "
+                                 "bug: pytorch/pytorch#168393)", REFUSED_INSIDE)
         if "does not have vmap support" in text:
-            return None, (f"{label}: the autograd.Function has no vmap support: set generate_vmap_rule = True (when "
-                          "forward, backward and jvp are pure torch) or write vmap(info, in_dims, *args) -> (output, "
-                          "out_dims)")
+            return None, Finding(f"{label}: the autograd.Function has no vmap support: set generate_vmap_rule = True "
+                                 "(when forward, backward and jvp are pure torch) or write vmap(info, in_dims, *args) "
+                                 "-> (output, out_dims)", "no vmap support")
         if "must implement the jvp function" in text:
-            return None, (f"{label}: jacfwd needs forward-mode AD: write a jvp(ctx, *tangents) staticmethod using "
-                          "ctx.save_for_forward, or claim supports.forward_ad: false")
+            return None, Finding(f"{label}: jacfwd needs forward-mode AD: write a jvp(ctx, *tangents) staticmethod "
+                                 "using ctx.save_for_forward, or claim supports.forward_ad: false",
+                                 "no forward-mode formula")
         raise
-
-
-#: What :func:`transformed` says of a Function torch.func refuses inside the target: for an op, PyTorch's bug
-#: (register_autograd builds an old-style Function).
-CALLED_INSIDE = "torch.func refuses an autograd.Function called inside"
 
 
 def run(subject, case) -> None:
     """:func:`vmap`; for an op, torch.func's known bugs are PyTorch's (a skip); a Jacobian that differs from finite
-    differences at a point where the target has no derivative (a kink, a jump) is excused."""
+    differences at a point where the target has no derivative (a kink, a jump) is excused. Decided by the finding's
+    family (:class:`~audit.kit.Finding`), never by its wording."""
     found = replayable.problems(CHECK, subject, case)
     if not found:
         return
-    label = found[0].split(":")[0]
-    if subject.entry.kind == EntryKind.OP and CALLED_INSIDE in found[0]:
-        raise TorchBugHit(CUSTOM_OP_FUNCTORCH, f"{label} could not be checked")
-    if subject.entry.kind == EntryKind.OP and found[0].endswith("jacfwd gave an all-zero Jacobian"):
+    family = getattr(found[0], "family", "")
+    if subject.entry.kind == EntryKind.OP and family == REFUSED_INSIDE:
+        raise TorchBugHit(CUSTOM_OP_FUNCTORCH, "torch.func could not check the op")
+    if subject.entry.kind == EntryKind.OP and family == JACFWD_ALL_ZERO:
         raise TorchBugHit(CUSTOM_OP_ZERO_JVP, "jacfwd gave an all-zero Jacobian")
-    if label in ("jacrev", "jacfwd") and " vs finite differences: " in found[0]:
+    if family in (JACREV_VS_DIFFERENCES, JACFWD_VS_DIFFERENCES):
         f, inputs, _ = jacobian_target(subject.fn, sample_of(subject.args(case), 0, case.in_dims))
-        if smoothness.excused_anywhere(subject, f"vmap ({label} against finite differences)", case, f, inputs):
+        if smoothness.excused_anywhere(subject, f"vmap ({family})", case, f, inputs):
             return
     raise Violation(found[0])
 

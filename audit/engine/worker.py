@@ -121,7 +121,7 @@ def _job(job: Job, outbox: Connection, bounds: health.Bounds, start: fingerprint
                            else _cell(target, checks[key.check], key, job, outbox))
                 end_strays()  # what the cell started ends with it
                 damaged = health.taken()
-                if not damaged and outcome.verdict == Verdict.ERRORED and outcome.message.startswith(AUDIT_FAILED):
+                if not damaged and outcome.kind == ErrorKind.AUDIT_FAILED:
                     damaged = health.checkup(bounds, 0)  # an error not classified: look now
                 watch.look()
                 outbox.send(CellFinished(watch.mark(outcome)))
