@@ -7,11 +7,10 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import (defined_only, floating, largest_input, largest_value, leaves_in, measured_noise,
+from audit.kit import (defined_only, floating, grad_inputs, largest_input, largest_value, leaves_in, measured_noise,
                        noisy_mismatches, outputs_of, own_error_mismatches, rounded_mismatches, three_runs, value_range,
                        widened)
 from audit.toolkit.jacobian import wrap
-from audit.toolkit.tensors import grad_inputs
 
 
 def forward(fn, ref, args, *, tol, dtype, own_error=False, wider_dtype=None, ratios=None, observe=None) -> list:

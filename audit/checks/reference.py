@@ -17,30 +17,31 @@ import torch
 
 from audit.checks import smoothness
 from audit.errors import first_line
-from audit.frames import user_site
-from audit.kit import defined_only, gradients, judged_by_differences, outputs_of, undefined_where
+from audit.kit import dense, grad_inputs, gradients, judged_by_differences, outputs_of, user_site, wide
 from audit.toolkit.jacobian import gradcheck_options, wrap
-from audit.toolkit.tensors import dense, grad_inputs, wide
 from audit.toolkit.violation import Violation
+
+
+class ReferenceFailed(Violation):
+    """What the reference raised, named as the reference's (:func:`blamed`): an outer :func:`blamed` passes it on
+    as it is."""
 
 
 @contextmanager
 def blamed():
     """An exception raised inside the reference (its forward or its backward) named as the reference's, not
-    the target's: a :class:`Violation` saying "the reference raised ..."."""
+    the target's: a :class:`ReferenceFailed` saying "the reference raised ..."."""
     try:
         yield
-    except MemoryError:
+    except (MemoryError, ReferenceFailed):
         raise
     except Violation as exc:
-        if str(exc).startswith("the reference"):
-            raise
-        raise Violation(f"the reference {exc}{_ADVICE}") from None
+        raise ReferenceFailed(f"the reference {exc}{_ADVICE}") from None
     except Exception as exc:
         if "can't allocate memory" in str(exc):
             raise
-        raise Violation(f"the reference raised {type(exc).__name__}: {first_line(exc)}{user_site(exc)}"
-                        f"{_ADVICE}") from exc
+        raise ReferenceFailed(f"the reference raised {type(exc).__name__}: {first_line(exc)}{user_site(exc)}"
+                              f"{_ADVICE}") from exc
 
 
 _ADVICE = " (the entry's `reference`, not the target: fix the reference, or narrow `domain`)"
@@ -58,30 +59,6 @@ def blamed_if_it_raises(subject, args_of):
         with blamed():
             gradients(outputs_of(subject.evaluate_reference(*args)), args, subject.seed)
         raise
-
-
-def outputs_defined(subject, case, check: str, outputs, expected) -> list[torch.Tensor]:
-    """``expected`` (the reference's outputs) where it is defined, the target's ``outputs`` elsewhere; where
-    the reference's value is undefined, there is nothing to compare the target's with (noted)."""
-    masks = [undefined_where(g, e) for g, e in zip(outputs, expected)]
-    if any(m.any() for m in masks):
-        note(subject, case, check, "output", outputs, expected, masks, "not compared there")
-    return defined_only(outputs, expected)
-
-
-def gradients_defined(subject, case, check: str, fn, inputs, grads, expected, *, judged: bool = False):
-    """``expected`` (the reference's gradients) where it is defined, the target's ``grads`` elsewhere, after
-    judging the target's gradient by finite differences (torch's gradcheck, a failure excused only at a
-    point without a derivative): a :class:`Violation` where they disagree at a smooth point. ``judged``: the
-    caller already ran gradcheck on this example, and it held."""
-    masks = [undefined_where(g, e) for g, e in zip(grads, expected)]
-    if not any(m.any() for m in masks):
-        return expected
-    if not judged:
-        judge_by_differences(subject, case, check, fn, inputs)
-    note(subject, case, check, "gradient of input", grads, expected, masks,
-         "the target's gradient judged by finite differences (gradcheck)")
-    return defined_only(grads, expected)
 
 
 def judge_by_differences(subject, case, check: str, fn, inputs) -> None:

@@ -269,7 +269,7 @@ def note(subject, check: str, case, kink: Kink) -> None:
 def backward_of(fn, cotangent_seed: int):
     """The gradients of <fn(xs), fixed random cotangents> as a differentiable function of ``xs``: where
     it has no derivative, neither has ``fn`` a second one."""
-    from audit.toolkit.tensors import filled, grad_outputs
+    from audit.kit import filled, grad_outputs
 
     def grads(*xs):
         with torch.enable_grad():

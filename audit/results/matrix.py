@@ -4,7 +4,6 @@ gated; JSON only at the edge (:meth:`Matrix.to_json`, :meth:`Matrix.from_json`, 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import subprocess
 from collections.abc import Iterable, Iterator
@@ -239,17 +238,3 @@ VOLATILE_SUFFIXES = ("_seconds", "_mb")
 def volatile_metric(name: str) -> bool:
     """Whether a cell metric measures the machine (time, memory) rather than the code."""
     return name.endswith(VOLATILE_SUFFIXES)
-
-
-def comparable(matrix: dict[str, Any]) -> dict[str, Any]:
-    """``matrix`` without what differs between two runs on the same inputs and seed: ``created``, each
-    cell's ``seconds`` and its volatile metrics. Two such runs give equal results."""
-    stable: dict[str, Any] = json.loads(json.dumps(matrix))
-    stable.pop("created", None)
-    for entry in stable.get("entries", []):
-        for cell in entry.get("cells", []):
-            cell.pop("seconds", None)
-            metrics = cell.get("metrics")
-            for name in [n for n in metrics or {} if volatile_metric(n)]:
-                metrics.pop(name)
-    return stable

@@ -6,9 +6,8 @@ from __future__ import annotations
 import torch
 
 from audit.contract import LOW_PRECISION_DTYPES, real_counterpart
-from audit.kit import explain_gradcheck_failure, realified, torch_sentence, wrapped
+from audit.kit import grad_inputs, wrapped
 from audit.registry.model import Tolerance
-from audit.toolkit.tensors import grad_inputs
 from audit.toolkit.violation import NotApplicable
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
@@ -73,5 +72,3 @@ def gradcheck_tolerance(subject) -> tuple[float, float]:
     return tol.atol, tol.rtol
 
 
-__all__ = ["SLOW_MODE_LIMIT", "differences_meaningful", "explain_gradcheck_failure", "gradcheck_options",
-           "gradcheck_tolerance", "gradcheck_values", "gradients_through_grad", "realified", "torch_sentence", "wrap"]

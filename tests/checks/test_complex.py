@@ -18,8 +18,8 @@ from audit.inputs.case import Case, TensorArg
 from audit.inputs.strategies import cases
 from audit.registry.model import Entry, Supports, Tolerance, TensorSpec
 from audit.results.outcome import HELD, SKIPPED, VIOLATED
-from audit.toolkit.jacobian import explain_gradcheck_failure, gradcheck_options
-from audit.toolkit.tensors import grad_outputs, mismatch
+from audit.kit import explain_gradcheck_failure, grad_outputs, mismatch
+from audit.toolkit.jacobian import gradcheck_options
 from tests.helpers import entry, observe
 
 X = "tests.fixtures.complex_ops:"

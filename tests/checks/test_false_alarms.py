@@ -8,8 +8,7 @@ import torch
 
 from audit.registry.model import Tolerance
 from audit.results.outcome import HELD, VIOLATED
-from audit.toolkit.jacobian import torch_sentence
-from audit.toolkit.tensors import mismatch
+from audit.kit import mismatch, torch_sentence
 from tests.fixtures import correct_shapes
 from tests.helpers import entry, observe
 
