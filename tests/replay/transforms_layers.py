@@ -50,6 +50,8 @@ ROWS: list[Planted] = [
             "strict (Dynamo) trace baked in"),
     Planted("audit_transforms::no_fake", "export", claims(OP, export=True), "audit_transforms::scale",
             "trace (non-strict export)"),
+    Planted(f"{T}:CallCounting", "checkpoint", VECTOR, f"{T}:Cube", "forward is not pure"),
+    Planted(f"{T}:OffDevice", "device", VECTOR, f"{T}:Cube", "output 0 is on meta for inputs on cpu"),
     Planted(f"{T}:CenteredRows", "distributed", claims(MATRIX, distributed=True), f"{T}:Cube", "per-process state"),
     Planted(f"{L}:WrongBlock", "gradcheck", MODULE, f"{L}:Block", "with respect to input 0"),
     Planted(f"{L}:WrongWeightGrad", "gradcheck", MODULE, f"{L}:Scaled", "with respect to parameter 'w'"),
