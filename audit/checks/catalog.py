@@ -61,6 +61,7 @@ def _batch_reaches_two(entry: Entry) -> bool:
 _DECLARATIONS = (
     Check(
         name="forward",
+        short="fwd",
         run=_not_loaded,
         contract="forward runs on every drawn case; with a reference, values match it "
                  "(float64: atol 1e-10, rtol 1e-9; half precision, and float32 without float64: within a few "
@@ -73,6 +74,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="gradcheck",
+        short="grad",
         needs_gradient=True,
         run=_not_loaded,
         contract="the analytic gradient equals central finite differences (torch.autograd.gradcheck, "
@@ -94,6 +96,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="gradgradcheck",
+        short="grad2",
         needs_gradient=True,
         not_for_sparse="torch.autograd.gradgradcheck refuses the sparse first-order gradients it would differentiate "
                        "(\"Sparse output is not supported at gradcheck yet\")",
@@ -108,6 +111,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="forward_ad",
+        short="jvp",
         needs_gradient=True,
         not_for_sparse="forward-mode AD carries no sparse tangents through a custom Function (torch: \"Cannot access "
                        "storage of SparseTensorImpl\")",
@@ -121,6 +125,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="undefined_grad",
+        short="undef",
         needs_gradient=True,
         run=_not_loaded,
         contract="backward through any one output alone (the others' gradients undefined) works and "
@@ -136,6 +141,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="determinism",
+        short="det",
         run=_not_loaded,
         contract="two runs on the same inputs give bitwise-equal outputs and gradients; "
                  "claimed unless supports.deterministic is false",
@@ -166,6 +172,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="device",
+        short="dev",
         run=_not_loaded,
         contract="on each claimed device outputs and gradients live on the input's device and match the CPU "
                  "result within the dtype's tolerance; a device that is not present is a skip",
@@ -173,6 +180,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="noncontiguous",
+        short="strides",
         not_for_sparse="a sparse tensor has no strides to rearrange (its indices and values are stored apart)",
         run=_not_loaded,
         contract="every tensor input given transposed, step-sliced, with a storage offset or channels_last "
@@ -205,6 +213,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="saved_tensors",
+        short="saved",
         needs_gradient=True,
         not_for_sparse="its in-place write between forward and backward (mul_(2).add_(0.5)) is dense arithmetic a "
                        "sparse tensor does not support",
@@ -231,6 +240,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="compile",
+        repro_settings=("compile_backend",),
         not_for_sparse="Dynamo and AOTAutograd do not trace sparse tensors through a custom Function",
         run=_not_loaded,
         contract="torch.compile on the chosen backend (aot_eager by default: Dynamo and AOTAutograd) gives "
@@ -244,6 +254,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="autocast",
+        short="amp",
         not_for_sparse="autocast's casting policy covers dense kernels only",
         run=_not_loaded,
         contract="under torch.autocast (CPU bfloat16, CUDA float16) forward and backward run, outputs have the dtype "
@@ -256,6 +267,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="checkpoint",
+        short="ckpt",
         needs_gradient=True,
         run=_not_loaded,
         contract="under torch.utils.checkpoint.checkpoint(use_reentrant=False) outputs and gradients equal the "
@@ -267,6 +279,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="opcheck",
+        short="opchk",
         not_for_sparse="torch.library.opcheck's fake-tensor and AOT tests do not take sparse inputs",
         run=_not_loaded,
         contract="torch.library.opcheck (schema, autograd registration, fake tensor, AOT dispatch) passes on drawn "
@@ -287,6 +300,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="distributed",
+        short="ddp",
         not_for_sparse="the batch is split across ranks by slicing strided inputs",
         run=_not_loaded,
         contract="under DistributedDataParallel (2 CPU ranks, gloo, loopback) with a batch split across ranks, the "
@@ -298,6 +312,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="state_dict",
+        short="sd",
         run=_not_loaded,
         contract="kind module: after torch.save of the state_dict and load_state_dict into a fresh instance (built "
                  "from another seed), outputs and gradients (inputs and parameters) are unchanged",
@@ -305,6 +320,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="train_step",
+        short="train",
         run=_not_loaded,
         contract="kind model: on every scanned batch the loss and every parameter gradient are finite (a non-finite "
                  "value is traced to its operation and custom Function), and SGD steps lower the loss on a "
@@ -314,6 +330,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="accumulation",
+        short="accum",
         run=_not_loaded,
         contract="kind model: gradients accumulated over micro-batches (each loss weighted by its share) equal the "
                  "whole batch's",
@@ -322,6 +339,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="partial_grad",
+        short="part",
         needs_gradient=True,
         run=_not_loaded,
         contract="with only one differentiable input requiring grad (each in turn), backward runs and gives it "
@@ -330,6 +348,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="shared_grad",
+        short="shared",
         needs_gradient=True,
         not_for_sparse="it slices samples out of the batch as strided tensors",
         run=_not_loaded,
@@ -342,6 +361,7 @@ _DECLARATIONS = (
     ),
     Check(
         name="statistics",
+        short="stats",
         run=_not_loaded,
         contract="for a stochastic entry (supports.deterministic: false) with a reference sampler, on fixed inputs, "
                  f"the target's outputs over {STATISTICS_DRAWS:,} independent draws of the random stream have the "

@@ -84,6 +84,9 @@ class Check:
     ``fixes``: (kind, fix) pairs, the likely fix of a failure of each declared kind (``Violation.kind`` with its
     numbers masked as :func:`audit.results.causes.mask` masks them: ``"gradient of input #"``), which reports show
     beside that cause's group; never worked out from a message.
+    ``short``: its column heading in reports where space is short (its name when empty). ``repro_settings``: the
+    run settings (fields of :class:`audit.runtime.options.RunOptions`, such as ``compile_backend``) that a replay of
+    one of its cells must repeat: ``audit repro`` is given each one that is not its default.
     Bump ``version`` whenever the check's verdicts can change.
     """
 
@@ -111,3 +114,5 @@ class Check:
     needs_gradient: bool = False
     special: bool = False
     fixes: tuple[tuple[str, str], ...] = ()
+    short: str = ""
+    repro_settings: tuple[str, ...] = ()

@@ -87,7 +87,7 @@ def audit_entries(registry: Registry, entries: list[Entry], checks: Mapping[str,
     cache = Cache(Path(options.cache_dir), options.cache_size) if options.cache_dir else None
     known = stored_environment(cache.folder) if cache else None  # without torch while its fingerprint holds
     served = _look_up(jobs, checks, options, cache, known) if cache and known is not None else {}
-    judging = Judging(checks, registry.path, options.seed, options.compile_backend, out)
+    judging = Judging(checks, registry.path, options, out)
     collector = Collector(jobs, judging, cache, served, on_event)
     left = [job.only(key for key in job.cells if not collector.served(job).has(key)) for job in jobs]
     for job in left:
@@ -174,13 +174,12 @@ def _job(entry: Entry, checks: Mapping[str, Check], options: RunOptions, only: C
 
 @dataclass(frozen=True)
 class Judging:
-    """What judging a cell takes besides its outcome: the check table, what its replay command names (registry,
-    seed, compile backend) and the folder its replay scripts go to."""
+    """What judging a cell takes besides its outcome: the check table, what its replay command names (the registry,
+    the run's seed and the settings its check repeats) and the folder its replay scripts go to."""
 
     checks: Mapping[str, Check]
     registry: str
-    seed: int
-    backend: str
+    options: RunOptions
     out: str | None
 
 
@@ -238,7 +237,8 @@ class Collector:
 def _judge(job: Job, outcome: Outcome, judging: Judging) -> Cell:
     entry, check = job.entry, judging.checks[outcome.key.check]
     return judge(entry, outcome, claimed=job.claimed[outcome.key], claim=check.claim, today=today(),
-                 repro=repro_command(entry.name, outcome.key, judging.seed, judging.registry, judging.backend),
+                 repro=repro_command(entry.name, outcome.key, judging.options.seed, judging.registry,
+                                     repeated(check, judging.options)),
                  replays=_replays(entry.name, outcome, judging.out))
 
 
@@ -256,11 +256,19 @@ def _order(checks: Mapping[str, Check]) -> Callable[[Cell], tuple[int, int, int]
     return lambda cell: (names.index(cell.check), DTYPE_ORDER.index(cell.dtype), DEVICE_ORDER.index(cell.device))
 
 
-def repro_command(name: str, key: CellKey, seed: int, registry: str, backend: str = "aot_eager") -> str:
-    """The one command that replays a cell."""
+def repeated(check: Check, options: RunOptions) -> tuple[tuple[str, str], ...]:
+    """The settings of ``options`` that a replay of ``check``'s cells repeats (its ``repro_settings``): those that
+    are not their default."""
+    default = RunOptions()
+    return tuple((name, str(getattr(options, name))) for name in check.repro_settings
+                 if getattr(options, name) != getattr(default, name))
+
+
+def repro_command(name: str, key: CellKey, seed: int, registry: str, settings: tuple[tuple[str, str], ...] = ()) -> str:
+    """The one command that replays a cell, with the run ``settings`` it repeats (name, value)."""
     command = ["audit", "repro", name, key.check, "--dtype", key.dtype, "--device", key.device, "--seed", str(seed)]
-    if key.check == "compile" and backend != "aot_eager":
-        command += ["--compile-backend", backend]
+    for setting, value in settings:
+        command += [f"--{setting.replace('_', '-')}", value]
     if _names_registry(registry, os.getcwd()):
         command += ["--registry", registry]
     return shlex.join(command)

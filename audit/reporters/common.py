@@ -7,6 +7,7 @@ from collections import Counter
 import re
 from dataclasses import replace
 
+from audit.checks.catalog import CATALOG
 from audit.contract import CHECK_NAMES, Status
 from audit.registry.model import LAYER_KINDS
 from audit.reporters.statuses import SEVERITY
@@ -24,17 +25,10 @@ def columns(matrix: Matrix) -> list[str]:
     return [name for name in CHECK_NAMES if name in present] + extra
 
 
-#: Column headings short enough for a terminal; any check not listed keeps its name.
-SHORT = {"forward": "fwd", "gradcheck": "grad", "gradgradcheck": "grad2", "forward_ad": "jvp",
-         "undefined_grad": "undef", "determinism": "det", "device": "dev", "noncontiguous": "strides",
-         "saved_tensors": "saved", "autocast": "amp", "checkpoint": "ckpt", "opcheck": "opchk",
-         "distributed": "ddp", "state_dict": "sd", "train_step": "train", "accumulation": "accum",
-         "partial_grad": "part", "shared_grad": "shared", "statistics": "stats"}
-
-
 def short(name: str) -> str:
-    """A check's short column heading."""
-    return SHORT.get(name, name)
+    """A check's short column heading: a built-in check's declared ``short``, else its name."""
+    declared = CATALOG.get(name)
+    return declared.short if declared is not None and declared.short else name
 
 
 def worst(cells: list[Cell]) -> Status | None:
