@@ -2,15 +2,15 @@
 
 Entries opt in with ``checks: [simplex]``. It runs with the built-in checks' interface and shows up as
 its own matrix column. Its property, :func:`simplex`, is one function in plain torch (and replay-kit names,
-:mod:`audit.kit`): the audit calls it (``run``), and a failing cell's replay script carries its source and calls
-it the same way, with the values ``script_values`` gives written out.
+:mod:`audit.kit`): with no ``run`` given, the audit holds it (its first message fails the case), and a failing
+cell's replay script carries its source and calls it the same way, with the values ``script_values`` gives written
+out.
 """
 
 from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.interface import Check, claimed_dtypes
 from audit.kit import outputs_of
 
@@ -34,15 +34,9 @@ def simplex(fn, ref, args, *, slack) -> list:
     return []
 
 
-def run(subject, case) -> None:
-    """:func:`simplex`, as its replay script calls it: a :class:`~audit.checks.interface.Violation` if it fails."""
-    replayable.hold(CHECK, subject, case)
-
-
 CHECK = Check(
     name="simplex",
     contract="each output row is a probability vector: non-negative and summing to 1",
-    run=run,
     dtypes=claimed_dtypes,
     replay=simplex,
     script_values=lambda subject, case: {"slack": SLACK[subject.dtype]},

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
 from audit.kit import differentiable, fresh, grad_outputs, mismatch, outputs_of, torch_sentence, wide
@@ -314,14 +313,8 @@ def delta(now, then) -> float:
     return float((wide(now) - wide(then)).abs().max())
 
 
-def run(subject, case) -> None:
-    """:func:`alias`."""
-    replayable.hold(CHECK, subject, case)
-
-
 CHECK = declared(
     "alias",
-    run=run,
     replay=alias,
     replay_helpers=(with_copies, snapshots, changed, undeclared_write, mutations, schema_mutable, against_schema,
                     aliases, grad_positions, backward_writes, Pass, Passes, gradient_memory, rewritten, unchanged,

@@ -390,8 +390,9 @@ def _in_contract_order(checks) -> dict[str, Check]:
 CATALOG: dict[str, Check] = _in_contract_order(_DECLARATIONS)
 
 
-def declared(name: str, *, run, replay=None, model_replay=None, replay_helpers: tuple = (),
+def declared(name: str, *, run=None, replay=None, model_replay=None, replay_helpers: tuple = (),
              script_values=None) -> Check:
-    """The built-in check ``name``: its declaration here, with its code from its module."""
+    """The built-in check ``name``: its declaration here, with its code from its module (without ``run``, the
+    property is held: :meth:`~audit.checks.interface.Check.examine`)."""
     return replace(CATALOG[name], run=run, replay=replay, model_replay=model_replay, replay_helpers=replay_helpers,
                    script_values=script_values)

@@ -7,7 +7,6 @@ itself; a private ``torch.Generator``, a call counter or a cache in forward is w
 
 from __future__ import annotations
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
 from audit.kit import fresh, gradients, measured_noise, mismatch, noisy_mismatches, outputs_of, ran
@@ -62,14 +61,8 @@ def impure(fn, args, seed: int, plain, tol, reruns: int) -> list:
     return []
 
 
-def run(subject, case) -> None:
-    """:func:`checkpoint`."""
-    replayable.hold(CHECK, subject, case)
-
-
 CHECK = declared(
     "checkpoint",
-    run=run,
     replay=checkpoint,
     replay_helpers=(plain_run, checkpointed_run, impure),
     script_values=lambda subject, case: {**tolerance_values(subject, case), "reruns": IMPURITY_RERUNS},

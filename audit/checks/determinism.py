@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.kit import dense, differentiable, fresh, grad_inputs, grad_outputs, guarded, outputs_of, wide
 
@@ -44,14 +43,8 @@ def bitwise_equal(x, y) -> bool:
         and torch.equal(torch.isnan(x), torch.isnan(y))
 
 
-def run(subject, case) -> None:
-    """:func:`determinism`."""
-    replayable.hold(CHECK, subject, case)
-
-
 CHECK = declared(
     "determinism",
-    run=run,
     replay=determinism,
     replay_helpers=(one_run, bitwise_equal),
     script_values=lambda subject, case: {"claimed": subject.entry.supports.deterministic},

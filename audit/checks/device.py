@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
 from audit.kit import NO_GRADIENT_OUTPUT, differentiated, grad_inputs, mismatches
@@ -29,14 +28,8 @@ def on_device(fn, ref, args, *, seed, tol, device) -> list:
             or mismatches(f"gradient ({device} vs cpu) of input", grads, expected_grads, tol))
 
 
-def run(subject, case) -> None:
-    """:func:`on_device`."""
-    replayable.hold(CHECK, subject, case)
-
-
 CHECK = declared(
     "device",
-    run=run,
     replay=on_device,
     script_values=tolerance_values,
 )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.kit import differentiable, grad_inputs, grad_outputs, outputs_of
 
@@ -21,9 +20,4 @@ def empty(fn, ref, args, *, seed) -> list:
             for i, (g, x) in enumerate(zip(grads, inputs)) if g is not None and g.shape != x.shape]
 
 
-def run(subject, case) -> None:
-    """:func:`empty`."""
-    replayable.hold(CHECK, subject, case)
-
-
-CHECK = declared("empty", run=run, replay=empty)
+CHECK = declared("empty", replay=empty)

@@ -52,7 +52,10 @@ OPERATOR_KINDS = ("function", "op", "callable", "module")
 class Check:
     """One column of the matrix.
 
-    ``run(subject, case)`` raises :class:`Violation` when the property fails on ``case``.
+    ``run(subject, case)`` raises :class:`Violation` when the property fails on ``case``; without one (the usual
+    case) the property ``replay`` is held: its first finding fails the case (:meth:`examine`). A ``run`` is
+    written only where a failure may be excused (a point without a derivative, an unreliable reference, a known torch
+    bug), and it decides by a finding's family, never by its wording.
     ``claimed(entry)`` says whether the property is claimed (or always required); an unclaimed
     property is still run and recorded as ``unsupported`` or ``xpass``. ``applies(entry)`` False
     means the check has nothing to say about the entry, and there is no cell. ``dtype_claimed``
@@ -92,7 +95,7 @@ class Check:
 
     name: str
     contract: str
-    run: Callable
+    run: Callable | None = None
     claimed: Callable[[Entry], bool] = always
     claim: str = ""
     applies: Callable[[Entry], bool] = always
@@ -116,3 +119,13 @@ class Check:
     fixes: tuple[tuple[str, str], ...] = ()
     short: str = ""
     repro_settings: tuple[str, ...] = ()
+
+    def examine(self, subject, case) -> None:
+        """Raise :class:`Violation` when the property fails on ``case``: ``run``, or without one ``replay`` held
+        (:func:`audit.checks.replayable.hold`)."""
+        if self.run is not None:
+            self.run(subject, case)
+            return
+        from audit.checks import replayable  # imports torch: the check table is read without it
+
+        replayable.hold(self, subject, case)

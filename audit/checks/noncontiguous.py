@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
 from audit.kit import first_line, grads, mismatches, noisy_mismatches, once, spread
@@ -42,11 +41,6 @@ def cotangent_layout(fn, args, seed: int, tol, layout: str) -> list:
             for line in mismatches("gradient of input", got, expected, tol)]
 
 
-def run(subject, case) -> None:
-    """:func:`noncontiguous`."""
-    replayable.hold(CHECK, subject, case)
-
-
 def _values(subject, case) -> dict:
     """The entry's tolerance, and each tensor input's drawn layout in words."""
     layouts = ", ".join(f"input {i} {case.layout(i)}" for i, a in enumerate(subject.args(case))
@@ -54,5 +48,5 @@ def _values(subject, case) -> dict:
     return {**tolerance_values(subject, case), "layouts": layouts}
 
 
-CHECK = declared("noncontiguous", run=run, replay=noncontiguous, replay_helpers=(cotangent_layout,),
+CHECK = declared("noncontiguous", replay=noncontiguous, replay_helpers=(cotangent_layout,),
                  script_values=_values)

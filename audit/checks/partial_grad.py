@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
 from audit.kit import first_line, floating, mismatch, outputs_of, user_site, widest
@@ -52,10 +51,5 @@ def backward_with(fn, args, wanted: list, seed: int) -> dict:
     return {i: a.grad for i, a in enumerate(leaves) if isinstance(a, torch.Tensor)}
 
 
-def run(subject, case) -> None:
-    """:func:`partial_grad`."""
-    replayable.hold(CHECK, subject, case)
-
-
-CHECK = declared("partial_grad", run=run, replay=partial_grad, replay_helpers=(backward_with,),
+CHECK = declared("partial_grad", replay=partial_grad, replay_helpers=(backward_with,),
                  script_values=tolerance_values)

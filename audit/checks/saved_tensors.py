@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
 from audit.kit import differentiable, filled, floating, fresh, grad_outputs, mismatches, outputs_of
@@ -58,10 +57,5 @@ def gradients_after_write(fn, args, victim, seed: int):
     return filled(grads, inputs), outputs
 
 
-def run(subject, case) -> None:
-    """:func:`saved_tensors`."""
-    replayable.hold(CHECK, subject, case)
-
-
-CHECK = declared("saved_tensors", run=run, replay=saved_tensors, replay_helpers=(gradients_after_write,),
+CHECK = declared("saved_tensors", replay=saved_tensors, replay_helpers=(gradients_after_write,),
                  script_values=tolerance_values)

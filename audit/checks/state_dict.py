@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
 from audit.kit import built_module, first_line, fresh, grad_inputs, gradients, guarded, mismatches, outputs_of
@@ -45,14 +44,8 @@ def module_run(module, args, mutates, seed: int):
     return [o.detach() for o in outputs], grads[:inputs], grads[inputs:]
 
 
-def run(subject, case) -> None:
-    """:func:`state_dict`."""
-    replayable.hold(CHECK, subject, case)
-
-
 CHECK = declared(
     "state_dict",
-    run=run,
     replay=state_dict,
     replay_helpers=(module_run,),
     script_values=lambda subject, case: {**tolerance_values(subject, case), "module_seed": subject.target.fn.SEED},

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
 from audit.kit import differentiable, filled, grad_inputs, grad_outputs, mismatches, outputs_of
@@ -35,9 +34,4 @@ def undefined_grad(fn, ref, args, *, seed, tol) -> list:
     return []
 
 
-def run(subject, case) -> None:
-    """:func:`undefined_grad`."""
-    replayable.hold(CHECK, subject, case)
-
-
-CHECK = declared("undefined_grad", run=run, replay=undefined_grad, script_values=tolerance_values)
+CHECK = declared("undefined_grad", replay=undefined_grad, script_values=tolerance_values)

@@ -88,7 +88,7 @@ def _search(check, subject, examples: int):
     from audit.inputs.special import special_for
     from audit.inputs.strategies import for_check
 
-    found = explore(lambda case: check.run(subject, case), for_check(subject.entry, check),
+    found = explore(lambda case: check.examine(subject, case), for_check(subject.entry, check),
                     examples=examples, seed_value=subject.seed, special=special_for(subject.entry, check))
     return None if found.held else found.case
 

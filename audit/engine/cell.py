@@ -77,7 +77,7 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
             on_example(case)
         if not seen:
             seen.append(case)
-        check.run(subject, case)
+        check.examine(subject, case)
 
     examples = options.examples if claimed else options.unclaimed_examples
     examples = min(examples, check.examples) if check.examples else examples

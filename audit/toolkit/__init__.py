@@ -1,2 +1,3 @@
-"""What the checks measure with: tensor comparisons, the numerical Jacobian, rounding, torch.compile and DDP
-helpers, and the exceptions a property raises. Below the checks; imports none of them."""
+"""What the checks measure with beyond the replay kit: gradcheck's options for a cell, rounding noise, torch.compile
+and DDP helpers, the known torch bugs, and the exceptions a property raises. Below the checks; imports none of
+them."""

@@ -23,7 +23,7 @@ def judged(spec, check: str, values, dtype: str = "float64") -> Subject:
     """``check`` run on one chosen case of ``spec``'s single input; the subject, for its metrics."""
     subject = Subject(spec, resolve(spec, ROOT), dtype, "cpu")
     values = np.asarray(values, dtype=np.float64)
-    builtin()[check].run(subject, Case(dims=(("N", values.shape[0]),), args=(TensorArg(values, True),)))
+    builtin()[check].examine(subject, Case(dims=(("N", values.shape[0]),), args=(TensorArg(values, True),)))
     return subject
 
 
