@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import subprocess
 import sys
@@ -17,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from audit import kit
+from audit.kit import MODULES
+from audit.kit import compiled
 from audit.checks import builtin
 from tests.helpers import ROOT, entry, observe
 
@@ -26,13 +28,36 @@ AUDIT = ROOT / "audit"
 LONGEST, ALL = 15, 100
 
 
-def test_the_kit_imports_only_torch_and_the_standard_library():
+def _kit_modules():
+    return {name: importlib.import_module(f"audit.kit.{name}") for name in MODULES}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_a_kit_module_imports_only_torch_the_standard_library_and_the_kit(name):
     allowed = set(sys.stdlib_module_names) | {"__future__", "torch"}
-    tree = ast.parse(inspect.getsource(kit))
-    found = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
-             for alias in node.names}
-    found |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert found <= allowed, f"the kit imports {sorted(found - allowed)}: a replay script could not carry it"
+    tree = ast.parse(inspect.getsource(_kit_modules()[name]))
+    found = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    found |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    outside = {module for module in found
+               if module.split(".")[0] not in allowed and not module.startswith("audit.kit.")}
+    assert not outside, f"the kit imports {sorted(outside)}: a replay script could not carry it"
+
+
+def test_every_kit_module_is_carried_and_no_name_is_defined_twice():
+    """A script joins the modules into one: every module must be in MODULES, and a name defined in two of them
+    would be one definition there."""
+    files = {path.stem for path in (AUDIT / "kit").glob("*.py")} - {"__init__"}
+    assert files == set(MODULES)
+    defined = [name for module in _kit_modules().values() for stmt in ast.parse(inspect.getsource(module)).body
+               for name in _bound(stmt)]
+    assert sorted(n for n in set(defined) if defined.count(n) > 1) == []
+
+
+def _bound(stmt) -> set[str]:
+    if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+    return {node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)}
 
 
 def test_every_builtin_check_has_a_property():
@@ -97,6 +122,7 @@ def test_a_dynamo_message_that_lost_the_users_line_gets_it_from_the_graph_break_
     exc.real_stack = traceback.StackSummary.from_list([  # type: ignore[attr-defined]
         ("/src/mine.py", 76, "forward", "if x.sum() > 0:"),
         (str(Path(torch.__file__).parent / "_functorch" / "autograd_function.py"), 880, "inner", "outs = f()")])
-    assert kit.dynamo_explained(exc) == ("Data-dependent branching; Explanation: Detected data-dependent branching. "
-                                         '(File "/src/mine.py", line 76, in forward, code: if x.sum() > 0:)')
-    assert kit.dynamo_user_site(RuntimeError("no record")) == ""
+    assert compiled.dynamo_explained(exc) == (
+        "Data-dependent branching; Explanation: Detected data-dependent branching. "
+        '(File "/src/mine.py", line 76, in forward, code: if x.sum() > 0:)')
+    assert compiled.dynamo_user_site(RuntimeError("no record")) == ""

@@ -6,7 +6,8 @@ from __future__ import annotations
 from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import Tol, built_model, micro_batches, mismatch, model_batch, parameter_grads, training_step
+from audit.kit.compare import Tol, mismatch
+from audit.kit.models import built_model, micro_batches, model_batch, parameter_grads, training_step
 from audit.registry.model import Tolerance
 
 #: Summation order differs between the two: float32 rounding, not the property, sets the floor.

@@ -7,7 +7,10 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit import differentiable, fresh, grad_outputs, mismatch, outputs_of, torch_sentence, wide
+from audit.kit.autograd import differentiable, grad_outputs
+from audit.kit.compare import mismatch
+from audit.kit.explain import torch_sentence
+from audit.kit.tensors import fresh, outputs_of, wide
 
 
 def alias(fn, ref, args, *, target, kind, mutates, views, seed, tol, device) -> list:

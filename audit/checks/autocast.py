@@ -9,7 +9,10 @@ from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable
 from audit.contract import COMPLEX_DTYPES
-from audit.kit import Tol, first_line, fresh, grad_inputs, gradients, mismatches, outputs_of
+from audit.kit.autograd import grad_inputs, gradients
+from audit.kit.compare import Tol, mismatches
+from audit.kit.explain import first_line
+from audit.kit.tensors import fresh, outputs_of
 from audit.registry.model import DEFAULT_TOLERANCE, Tolerance
 
 #: The low-precision dtype autocast uses on each device (torch's defaults).

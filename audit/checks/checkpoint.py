@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit import fresh, gradients, measured_noise, mismatch, noisy_mismatches, outputs_of, ran
+from audit.kit.autograd import gradients, ran
+from audit.kit.compare import mismatch
+from audit.kit.noise import measured_noise, noisy_mismatches
+from audit.kit.tensors import fresh, outputs_of
 
 #: Plain reruns that look for impurity once checkpoint disagrees: a private generator drawing one value
 #: agrees with itself half the time, so one rerun alone would often blame checkpoint instead.
@@ -34,7 +37,7 @@ def checkpoint(fn, ref, args, *, seed, tol, reruns) -> list:
 
 
 def plain_run(fn, args, seed: int):
-    """Outputs and gradients of ``fn`` on fresh copies of ``args`` (see :func:`audit.kit.ran`)."""
+    """Outputs and gradients of ``fn`` on fresh copies of ``args`` (see :func:`audit.kit.autograd.ran`)."""
     return ran(fn, fresh(args), seed)
 
 

@@ -12,9 +12,14 @@ import torch
 from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.kit import (COMPILED_GRADIENT, Compiled, built_model, bypass_hint, dynamo_refusal, fresh, guarded,
-                       measured_noise, mismatch, mismatches, model_batch, noisy_mismatches, parameter_grads, ran,
-                       training_step)
+from audit.kit.autograd import ran
+from audit.kit.calls import guarded
+from audit.kit.compare import COMPILED_GRADIENT, mismatch, mismatches
+from audit.kit.compiled import Compiled, dynamo_refusal
+from audit.kit.models import built_model, model_batch, parameter_grads, training_step
+from audit.kit.noise import measured_noise, noisy_mismatches
+from audit.kit.proxy import bypass_hint
+from audit.kit.tensors import fresh
 from audit.registry.model import EntryKind
 from audit.toolkit import dynamo
 from audit.toolkit.torch_bugs import COMPILE_MARK_DIRTY, TorchBugHit, compile_drops_mark_dirty
@@ -49,7 +54,7 @@ def compiled_sweep(compiled, sweep, mutates, seed: int) -> list:
 def against_eager(eager, compiled, args, seed: int, tol, proxy_name: str = "") -> list:
     """Outputs and gradients of ``compiled`` against ``eager``'s, on fresh copies of ``args``, within ``tol`` plus
     NOISE_FACTOR times eager's own rounding noise there; a gradient of an entry with a declared proxy that differs
-    says the custom backward may not have run (:func:`audit.kit.bypass_hint`)."""
+    says the custom backward may not have run (:func:`audit.kit.proxy.bypass_hint`)."""
     expected, got = ran(eager, fresh(args), seed), ran(compiled, fresh(args), seed)
     measured = measured_noise(lambda xs: list(ran(eager, xs, seed)), fresh(args))
     return (noisy_mismatches("compiled output", got[0], expected[0], tol, lambda: measured()[0])

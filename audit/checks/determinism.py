@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 
 from audit.checks.catalog import declared
-from audit.kit import dense, differentiable, fresh, grad_inputs, grad_outputs, guarded, outputs_of, wide
+from audit.kit.autograd import differentiable, grad_inputs, grad_outputs
+from audit.kit.calls import guarded
+from audit.kit.tensors import dense, fresh, outputs_of, wide
 
 
 def determinism(fn, ref, args, *, target, mutates, seed, claimed) -> list:

@@ -6,7 +6,8 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit import NO_GRADIENT_OUTPUT, differentiated, grad_inputs, mismatches
+from audit.kit.autograd import NO_GRADIENT_OUTPUT, differentiated, grad_inputs
+from audit.kit.compare import mismatches
 
 
 def on_device(fn, ref, args, *, seed, tol, device) -> list:

@@ -31,7 +31,8 @@ import torch
 from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation, tolerance_values
 from audit.contract import COMPLEX_DTYPES
-from audit.kit import RANK_ENV, mismatch, rank_error, rank_gradients, whole_batch_gradients
+from audit.kit.compare import mismatch
+from audit.kit.ddp import RANK_ENV, rank_error, rank_gradients, whole_batch_gradients
 from audit.runtime.channel import fork, spawn, tail
 from audit.runtime.ddp_rank import serve
 from audit.runtime.rank_messages import Gradients, GradientsRequest, RankError, RankSpec
@@ -43,7 +44,7 @@ WORLD = 2
 #: What a rank imports to answer its first request (DistributedDataParallel imports Dynamo: about 2 s): a worker
 #: imports it before forking its ranks, so that they share it (the worker's compile and export cells need it too).
 RANK_IMPORTS = ("torch._dynamo", "torch.nn.parallel", "audit.runtime.subject", "audit.runtime.target",
-                "audit.runtime.isolation", "audit.inputs.case", "audit.toolkit.ddp", "audit.kit")
+                "audit.runtime.isolation", "audit.inputs.case", "audit.toolkit.ddp", "audit.kit.ddp")
 #: Seconds a rank may take to start (import torch, join the group), and to answer (loading an entry on first use).
 START_TIMEOUT = 120.0
 ANSWER_TIMEOUT = 60.0
@@ -191,7 +192,7 @@ def close_ranks() -> None:
 
 
 def distributed(fn, ref, args, *, target, tol, axes, even_args, dim, world) -> list:
-    """The target trained as :class:`audit.kit.Harness` on ``even_args`` (the case with the batch dim ``dim`` made
+    """The target trained as :class:`audit.kit.ddp.Harness` on ``even_args`` (the case with the batch dim ``dim`` made
     a multiple of ``world``, split along ``axes``): the gradients of ``world`` ranks forked from this process under
     DistributedDataParallel equal one process's on the whole batch within ``tol``."""
     expected = whole_batch_gradients(target, even_args, axes)
@@ -218,7 +219,7 @@ def ddp_problems(answers: list, expected: dict, axes: dict, dim: str, world: int
 
 
 def forked_ranks(fn, args: list, axes: dict, world: int, timeout: float = 120.0) -> list:
-    """Each rank's :func:`audit.kit.rank_gradients`, or what went wrong there (a str), from ``world`` ranks forked
+    """Each rank's :func:`audit.kit.ddp.rank_gradients`, or what went wrong there (a str), from ``world`` ranks forked
     from this process (Linux), gloo on the loopback interface: how a replay script runs the audit's ranks. A rank
     that neither answers nor fails within ``timeout`` seconds is said to hang."""
     import multiprocessing

@@ -9,11 +9,15 @@ import torch
 from audit.checks import reference, replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation
-from audit.kit import (NO_GRADIENT_OUTPUT, defined_only, floating, grad_inputs, judged_by_differences, largest_input,
-                       largest_value,
-                       leaves_in, measured_noise, noisy_mismatches, once, outputs_and_gradients, own_error_mismatches,
-                       proxy_mismatches,
-                       rounded_mismatches, three_runs, undefined_where, value_range, wrapped)
+from audit.kit.autograd import NO_GRADIENT_OUTPUT, grad_inputs, outputs_and_gradients, wrapped
+from audit.kit.calls import once
+from audit.kit.compare import defined_only, undefined_where
+from audit.kit.explain import judged_by_differences
+from audit.kit.noise import measured_noise, noisy_mismatches
+from audit.kit.precision import (largest_input, largest_value, leaves_in, own_error_mismatches, rounded_mismatches,
+                                 three_runs, value_range)
+from audit.kit.proxy import proxy_mismatches
+from audit.kit.tensors import floating
 from audit.toolkit.jacobian import gradcheck_values, wrap
 
 #: The check a comparison with the reference is told as (the property's lines say it again: the replay script
@@ -32,7 +36,7 @@ def dtype_check(fn, ref, args, *, seed, dtype, tol, options, own_error=False, wi
     reference, by :func:`by_own_error`; else close within ``tol`` to a wider computation (:func:`widest_run`).
     Where the reference's gradient is undefined, the target's is judged by finite differences with ``options``
     instead (``observe`` is told where the reference is undefined). With a declared ``proxy``, the gradients'
-    values are judged against the proxy's float64 autograd gradient alone (:func:`audit.kit.proxy_mismatches`;
+    values are judged against the proxy's float64 autograd gradient alone (:func:`audit.kit.proxy.proxy_mismatches`;
     the outputs' are the forward check's, in every claimed dtype)."""
     outputs, grads = outputs_and_gradients(fn, args, seed)
     found = kept_dtypes(outputs, grads, args, dtype)
@@ -54,7 +58,7 @@ def dtype_check(fn, ref, args, *, seed, dtype, tol, options, own_error=False, wi
 def by_own_error(fn, ref, args, *, seed, dtype, ratios=None) -> list:
     """Outputs, then gradients (cotangents drawn from ``seed``, rounded to ``dtype``) against the truth, the
     reference in float64 on the same rounded inputs, each allowed OWN_ERROR_RATIO times the error of the reference
-    run in ``dtype`` itself plus one rounding (:func:`audit.kit.own_error_mismatches`)."""
+    run in ``dtype`` itself plus one rounding (:func:`audit.kit.precision.own_error_mismatches`)."""
     got, truth, own = three_runs(fn, ref, args, seed, dtype)
     where, size = value_range(args), largest_input(args)
     return [f"{line} (in {str(dtype).replace('torch.', '')}, against the reference)" for line in

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from audit.checks.catalog import declared
-from audit.kit import differentiable, grad_inputs, grad_outputs, outputs_of
+from audit.kit.autograd import differentiable, grad_inputs, grad_outputs
+from audit.kit.tensors import outputs_of
 
 
 def empty(fn, ref, args, *, seed) -> list:

@@ -17,7 +17,10 @@ import torch
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
 from audit.inputs.variants import resized
-from audit.kit import detached, first_line, guarded, mismatches, outputs_of
+from audit.kit.calls import guarded
+from audit.kit.compare import mismatches
+from audit.kit.explain import first_line
+from audit.kit.tensors import detached, outputs_of
 
 #: Sizes 0 and 1 are specialised when traced: the example used for tracing stays at 2 or above.
 TRACE_SIZE = 2

@@ -7,9 +7,12 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import (defined_only, floating, grad_inputs, largest_input, largest_value, leaves_in, measured_noise,
-                       noisy_mismatches, outputs_of, own_error_mismatches, rounded_mismatches, three_runs, value_range,
-                       widened)
+from audit.kit.autograd import grad_inputs
+from audit.kit.compare import defined_only
+from audit.kit.noise import measured_noise, noisy_mismatches
+from audit.kit.precision import (largest_input, largest_value, leaves_in, own_error_mismatches, rounded_mismatches,
+                                 three_runs, value_range)
+from audit.kit.tensors import floating, outputs_of, widened
 from audit.toolkit.jacobian import wrap
 
 
@@ -46,7 +49,7 @@ def forward(fn, ref, args, *, tol, dtype, own_error=False, wider_dtype=None, rat
 def by_own_error(fn, ref, args, *, dtype, ratios=None) -> list:
     """The outputs against the truth (the reference in float64 on the same rounded inputs), each allowed
     OWN_ERROR_RATIO times the error of the reference run in ``dtype`` itself plus one rounding; an inf or NaN where
-    the truth is finite in ``dtype`` fails (:func:`audit.kit.own_error_mismatches`)."""
+    the truth is finite in ``dtype`` fails (:func:`audit.kit.precision.own_error_mismatches`)."""
     got, truth, own = three_runs(fn, ref, args, 0, dtype, gradients=False)
     return own_error_mismatches("output", got[0], truth[0], own[0] if own else None, dtype, ratios,
                                 value_range(args), largest_input(args))

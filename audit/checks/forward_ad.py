@@ -7,14 +7,17 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import (FORWARD_AD_MISMATCH, Finding, GradcheckError, ProxyError, explain_forward_ad_failure,
-                       first_line, grad_inputs, leaves_in, mismatches, tangents, wrapped)
+from audit.kit.autograd import GradcheckError, grad_inputs, tangents, wrapped
+from audit.kit.compare import FORWARD_AD_MISMATCH, Finding, mismatches
+from audit.kit.explain import explain_forward_ad_failure, first_line
+from audit.kit.precision import leaves_in
+from audit.kit.proxy import ProxyError
 from audit.toolkit.jacobian import (differences_meaningful, gradcheck_options, gradcheck_values,
                                     gradients_through_grad, wrap)
 
 def forward_ad(fn, ref, args, *, options, seed=0, tol=None, dtype=None, proxy=None, proxy_name="") -> list:
     """torch's gradcheck with only the forward-mode comparison turned on, with the audit's ``options`` for the
-    cell, its failure located and sized (:func:`~audit.kit.explain_forward_ad_failure`); a target without a
+    cell, its failure located and sized (:func:`~audit.kit.explain.explain_forward_ad_failure`); a target without a
     forward-mode formula fails too. Where it holds, in float64 with a reference, the jvps against the reference's
     (:func:`jvps_against_reference`). With a declared ``proxy``, the jvps against the proxy's instead
     (:func:`jvps_against_proxy`)."""

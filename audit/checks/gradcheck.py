@@ -10,12 +10,16 @@ from audit.checks import reference, replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation
 from audit.contract import LOW_PRECISION_DTYPES
-from audit.kit import (DIFFERENCE_COLUMNS, DIFFERENCE_STEPS, Finding, GradcheckError, defined_only, dense, detached,
-                       differentiable, explain_gradcheck_failure, floating, fresh, grad_inputs, grad_outputs, gradients,
-                       guarded, in_mode, largest_input, leaves_in, measured_noise, mismatches, module_of,
-                       noisy_mismatches, outputs_of, proxy_mismatches,
-                       own_error_mismatches, sparse_gradient_problems, three_runs, value_range, wide,
-                       wrapped)
+from audit.kit.autograd import GradcheckError, differentiable, grad_inputs, grad_outputs, gradients, module_of, wrapped
+from audit.kit.calls import guarded
+from audit.kit.compare import Finding, defined_only, mismatches
+from audit.kit.explain import explain_gradcheck_failure
+from audit.kit.jacobians import DIFFERENCE_COLUMNS, DIFFERENCE_STEPS
+from audit.kit.noise import measured_noise, noisy_mismatches
+from audit.kit.precision import largest_input, leaves_in, own_error_mismatches, three_runs, value_range
+from audit.kit.proxy import in_mode, proxy_mismatches
+from audit.kit.sparse import sparse_gradient_problems
+from audit.kit.tensors import dense, detached, floating, fresh, outputs_of, wide
 from audit.toolkit.jacobian import gradcheck_options, gradcheck_values, wrap
 
 #: The check the reference stage's failures and notes are told as.
@@ -149,7 +153,7 @@ def against_proxy(fn, ref, args, *, proxy, seed, tol, dtype, own_error=False, ra
     """The target's gradients (cotangents drawn from ``seed``) against the declared proxy's float64 autograd
     gradients within ``tol``, or by the error the proxy itself makes in ``dtype`` (``own_error``), in each of a module
     target's ``modes`` (train, eval: a surrogate switched off in one fails naming it)
-    (:func:`audit.kit.proxy_mismatches`)."""
+    (:func:`audit.kit.proxy.proxy_mismatches`)."""
     for mode in modes or [None]:
         with in_mode(fn, mode):
             found = proxy_mismatches(fn, proxy, args, seed, tol, dtype, own_error, ratios, proxy_name)
@@ -164,7 +168,7 @@ def against_reference(fn, ref, args, *, seed, tol, observe=None, sensitive=False
     """With a reference, the target's gradient (cotangents drawn from ``seed``) against the reference's within
     ``tol``, where the reference's is defined (elsewhere gradcheck, which held, has judged the target's);
     ``sensitive``: where that fails, again with the reference's own sensitivity at the point added
-    (:func:`audit.kit.noisy_mismatches`: its gradient's spread over steps of a few dozen ulps of the inputs, large
+    (:func:`audit.kit.noise.noisy_mismatches`: its gradient's spread over steps of a few dozen ulps of the inputs, large
     only where the point is ill-conditioned)."""
     if ref is None:
         return []
@@ -182,7 +186,7 @@ def against_own_error(fn, ref, args, *, seed, dtype, ratios=None) -> list:
     """With a reference, the target's gradients (cotangents drawn from ``seed``, rounded to ``dtype``) against the
     truth, the reference's autograd gradients in float64 on the same rounded inputs, each allowed OWN_ERROR_RATIO
     times the error of the reference's own gradients in ``dtype`` plus one rounding
-    (:func:`audit.kit.own_error_mismatches`)."""
+    (:func:`audit.kit.precision.own_error_mismatches`)."""
     if ref is None:
         return []
     got, truth, own = three_runs(fn, ref, args, seed, dtype)

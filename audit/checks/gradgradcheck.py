@@ -7,8 +7,11 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit import (NO_GRADIENT_OUTPUT, GradcheckError, ProxyError, differentiable, explain_gradgradcheck_failure,
-                       first_line, grad_inputs, grad_outputs, mismatch, outputs_of, second_order, wrapped)
+from audit.kit.autograd import GradcheckError, NO_GRADIENT_OUTPUT, differentiable, grad_inputs, grad_outputs, wrapped
+from audit.kit.compare import mismatch
+from audit.kit.explain import explain_gradgradcheck_failure, first_line
+from audit.kit.proxy import ProxyError, second_order
+from audit.kit.tensors import outputs_of
 from audit.toolkit.jacobian import (differences_meaningful, gradcheck_options, gradcheck_values,
                                     gradients_through_grad, wrap)
 
@@ -91,8 +94,8 @@ def _reaches(node, name: str) -> bool:
 
 def second_differences(fn, ref, args, *, options, seed=0) -> list:
     """torch's gradgradcheck of the target with ``options``; a failure located and sized
-    (:func:`audit.kit.explain_gradgradcheck_failure`: where, both values, the allowance, and whether the difference
-    stays when the step shrinks)."""
+    (:func:`audit.kit.explain.explain_gradgradcheck_failure`: where, both values, the allowance, and whether the
+    difference stays when the step shrinks)."""
     of_inputs, inputs = wrapped(fn, args), grad_inputs(args)
     try:
         torch.autograd.gradgradcheck(of_inputs, inputs, **options)

@@ -38,7 +38,7 @@ def claimed_dtypes(entry: Entry) -> tuple[str, ...]:
 def tolerance_values(subject, case) -> dict:
     """``script_values`` for a check that compares at the entry's tolerance (``subject.tolerance()``), in place of
     the float64-tight one the property's ``tol`` otherwise is."""
-    from audit.kit import Tol  # the kit imports torch: the check table is read without it
+    from audit.kit.compare import Tol  # the kit imports torch: the check table is read without it
 
     tol = subject.tolerance()
     return {"tol": Tol(tol.atol, tol.rtol, tol.scale)}

@@ -6,7 +6,11 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit import first_line, grads, mismatches, noisy_mismatches, once, spread
+from audit.kit.autograd import grads
+from audit.kit.calls import once
+from audit.kit.compare import mismatches
+from audit.kit.explain import first_line
+from audit.kit.noise import noisy_mismatches, spread
 
 
 def noncontiguous(fn, ref, args, *, seed, tol, layouts) -> list:

@@ -14,7 +14,9 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit import first_line, floating, mismatch, outputs_of, user_site, widest
+from audit.kit.compare import mismatch
+from audit.kit.explain import first_line, user_site
+from audit.kit.tensors import floating, outputs_of, widest
 
 
 def partial_grad(fn, ref, args, *, seed, tol) -> list:

@@ -17,7 +17,9 @@ import torch
 
 from audit.checks import smoothness
 from audit.errors import first_line
-from audit.kit import dense, grad_inputs, gradients, judged_by_differences, outputs_of, user_site, wide
+from audit.kit.autograd import grad_inputs, gradients
+from audit.kit.explain import judged_by_differences, user_site
+from audit.kit.tensors import dense, outputs_of, wide
 from audit.toolkit.jacobian import gradcheck_options, wrap
 from audit.toolkit.violation import Violation
 
@@ -64,7 +66,7 @@ def blamed_if_it_raises(subject, args_of):
 def judge_by_differences(subject, case, check: str, fn, inputs) -> None:
     """Torch's gradcheck on ``fn`` at ``inputs``, a failure excused only where ``fn`` has no derivative: a
     :class:`Violation` naming the reference as undefined or unreliable here
-    (:func:`audit.kit.judged_by_differences`)."""
+    (:func:`audit.kit.explain.judged_by_differences`)."""
     options = gradcheck_options(subject, inputs)
     found = judged_by_differences(check, fn, inputs, options)
     if found and not smoothness.excused(subject, check, case, fn, inputs, options["eps"]):

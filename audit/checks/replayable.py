@@ -19,7 +19,8 @@ import torch
 from audit.checks import reference
 from audit.contract import judged_by_own_error, wider_claimed
 from audit.inputs.case import Case
-from audit.kit import ProxyError, Tol
+from audit.kit.compare import Tol
+from audit.kit.proxy import ProxyError
 from audit.registry.model import EntryKind
 from audit.toolkit.violation import RegistryFault, Violation
 
@@ -29,7 +30,7 @@ def values(check, subject, case: Case) -> dict:
     (``check.script_values``), a :class:`Case` among them standing for its argument list.
 
     Standard: ``seed`` (the cell's: cotangents are drawn from it), ``tol`` (the float64-tight tolerance of the
-    dtype, an :class:`audit.kit.Tol`), ``dtype`` and ``device`` (the cell's, a torch dtype and a string),
+    dtype, an :class:`audit.kit.compare.Tol`), ``dtype`` and ``device`` (the cell's, a torch dtype and a string),
     ``kind``, ``mutates`` and ``views`` (what the registry says of the entry), ``in_dims`` (the case's vmap
     batch positions, or None), ``batch_axes`` (argument -> the axis of the entry's batch dim), ``plan`` (the
     entry's training settings, a dict: a model's batch, steps, lr, micro_batches, batches), ``own_error`` (whether
@@ -113,7 +114,7 @@ def compared_proxy(subject):
 
 
 def observer(subject, case: Case, check: str, verdict: str = "not compared there"):
-    """An ``observe`` for the kit's :func:`~audit.kit.defined_only`: counts the example in the cell's
+    """An ``observe`` for the kit's :func:`~audit.kit.compare.defined_only`: counts the example in the cell's
     ``metrics.reference_undefined`` (:func:`audit.checks.reference.note`)."""
     return lambda label, got, expected, masks: reference.note(subject, case, check, label, got, expected, masks,
                                                               verdict)
@@ -169,7 +170,7 @@ def _ratios(subject) -> dict:
 
 def target(subject):
     """The target as a property receives it: ``subject.evaluate``, with a module entry's module as ``.module``
-    (:func:`audit.kit.module_of`), as the replay script's :func:`audit.kit.guarded` target has it."""
+    (:func:`audit.kit.autograd.module_of`), as the replay script's :func:`audit.kit.calls.guarded` target has it."""
     def fn(*args):
         return subject.evaluate(*args)
 

@@ -6,7 +6,9 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit import differentiable, filled, floating, fresh, grad_outputs, mismatches, outputs_of
+from audit.kit.autograd import differentiable, filled, grad_outputs
+from audit.kit.compare import mismatches
+from audit.kit.tensors import floating, fresh, outputs_of
 
 
 def saved_tensors(fn, ref, args, *, seed, tol) -> list:

@@ -13,7 +13,10 @@ import torch
 from audit.checks import replayable
 from audit.checks.catalog import MIN_BATCH, declared
 from audit.checks.interface import NotApplicable, tolerance_values
-from audit.kit import Inapplicable, floating, grad_outputs, mismatch, mismatches, module_of, outputs_of
+from audit.kit.autograd import grad_outputs, module_of
+from audit.kit.compare import mismatch, mismatches
+from audit.kit.explain import Inapplicable
+from audit.kit.tensors import floating, outputs_of
 
 
 def shared_grad(fn, ref, args, *, seed, tol, batch_axes, batch) -> list:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import torch
 
 from audit.contract import real_counterpart
-from audit.kit import _analytic, _numeric, _unravel, realified
+from audit.kit.explain import _analytic, _numeric, _unravel
+from audit.kit.jacobians import realified
 from audit.toolkit.jacobian import _EPS, gradcheck_tolerance
 
 #: At most this many mismatching Jacobian columns are probed; past it the failure stands.
@@ -269,7 +270,7 @@ def note(subject, check: str, case, kink: Kink) -> None:
 def backward_of(fn, cotangent_seed: int):
     """The gradients of <fn(xs), fixed random cotangents> as a differentiable function of ``xs``: where
     it has no derivative, neither has ``fn`` a second one."""
-    from audit.kit import filled, grad_outputs
+    from audit.kit.autograd import filled, grad_outputs
 
     def grads(*xs):
         with torch.enable_grad():

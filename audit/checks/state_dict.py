@@ -7,7 +7,12 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit import built_module, first_line, fresh, grad_inputs, gradients, guarded, mismatches, outputs_of
+from audit.kit.autograd import grad_inputs, gradients
+from audit.kit.calls import guarded
+from audit.kit.compare import mismatches
+from audit.kit.explain import first_line
+from audit.kit.models import built_module
+from audit.kit.tensors import fresh, outputs_of
 
 
 def state_dict(fn, ref, args, *, make, module_seed, mutates, seed, tol, dtype, device) -> list:

@@ -14,7 +14,7 @@ import torch
 
 from audit.checks import replayable
 from audit.checks.catalog import declared
-from audit.kit import built_model, model_batch, nonfinite, nonfinite_origin, parameter_grads, sgd, training_step
+from audit.kit.models import built_model, model_batch, nonfinite, nonfinite_origin, parameter_grads, sgd, training_step
 
 
 def train_step(fn, ref, args, *, dtype, device, plan, observe=None) -> list:

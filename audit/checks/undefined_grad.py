@@ -6,7 +6,9 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit import differentiable, filled, grad_inputs, grad_outputs, mismatches, outputs_of
+from audit.kit.autograd import differentiable, filled, grad_inputs, grad_outputs
+from audit.kit.compare import mismatches
+from audit.kit.tensors import outputs_of
 
 
 def undefined_grad(fn, ref, args, *, seed, tol) -> list:

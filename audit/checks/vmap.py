@@ -8,10 +8,14 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.kit import (DIFFERENCE_STEPS, JACFWD_ALL_ZERO, JACFWD_VS_DIFFERENCES, JACREV_VS_DIFFERENCES, NOISE_FACTOR,
-                       REFUSED_INSIDE, Finding, Tol, bypass_hint, central_jacobian, detached, eager_jacobian, floating,
-                       grad_outputs, is_setup_context_refusal, jacobian_column, measured_noise, mismatch,
-                       noisy_mismatches, outputs_of, realified)
+from audit.kit.autograd import grad_outputs
+from audit.kit.compare import (Finding, JACFWD_ALL_ZERO, JACFWD_VS_DIFFERENCES, JACREV_VS_DIFFERENCES, REFUSED_INSIDE,
+                               Tol, mismatch)
+from audit.kit.jacobians import (DIFFERENCE_STEPS, central_jacobian, eager_jacobian, is_setup_context_refusal,
+                                 jacobian_column, realified)
+from audit.kit.noise import NOISE_FACTOR, measured_noise, noisy_mismatches
+from audit.kit.proxy import bypass_hint
+from audit.kit.tensors import detached, floating, outputs_of
 from audit.registry.model import EntryKind
 from audit.toolkit.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit
 
@@ -234,7 +238,7 @@ def transformed(label: str, kind: str, thunk):
 def run(subject, case) -> None:
     """:func:`vmap`; for an op, torch.func's known bugs are PyTorch's (a skip); a Jacobian that differs from finite
     differences at a point where the target has no derivative (a kink, a jump) is excused. Decided by the finding's
-    family (:class:`~audit.kit.Finding`), never by its wording."""
+    family (:class:`~audit.kit.compare.Finding`), never by its wording."""
     found = replayable.problems(CHECK, subject, case)
     if not found:
         return

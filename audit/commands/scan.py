@@ -65,7 +65,7 @@ def _registry(path: str, *, required: bool):
 def _run_model(spec: str, shapes, dtype: str):
     import torch
 
-    from audit.kit import seeded
+    from audit.kit.models import seeded
     from audit.registry.model import Training
     from audit.runtime.target import TargetError, import_object
     from audit.scan.tracing import scan_batches, scan_model

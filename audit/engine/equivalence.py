@@ -20,7 +20,9 @@ from audit.contract import DTYPE_ORDER
 from audit.engine.explore import given_cases
 from audit.inputs.case import Case
 from audit.inputs.strategies import cases
-from audit.kit import differentiable, filled, grad_inputs, grad_outputs, outputs_of, second_order, tangents
+from audit.kit.autograd import differentiable, filled, grad_inputs, grad_outputs, tangents
+from audit.kit.proxy import second_order
+from audit.kit.tensors import outputs_of
 from audit.registry.model import Entry, TensorSpec, ValueSpec
 from audit.results.kinds import ErrorKind
 from audit.results.outcome import CellKey, Outcome, Verdict, error_outcome

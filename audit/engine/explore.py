@@ -20,7 +20,7 @@ from audit.checks.interface import NotApplicable, Violation
 from audit.toolkit.violation import RegistryFault
 from audit.errors import first_line as _first_line
 from audit.errors import refuses_grad
-from audit.kit import user_site
+from audit.kit.explain import user_site
 from audit.inputs.case import Case
 from audit.runtime import health, triton
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from audit.checks.interface import NotApplicable, Violation
 from audit.errors import first_line, refuses_grad
-from audit.kit import user_site
+from audit.kit.explain import user_site
 
 if TYPE_CHECKING:
     from audit.checks.interface import Check

@@ -9,13 +9,16 @@ that same function on that same case: what the script prints is what the cell fo
 from __future__ import annotations
 
 import ast
+import functools
+import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from audit import kit
+from audit.kit import MODULES
+from audit.kit.calls import called
 from audit.checks.interface import Check
 from audit.checks.replayable import UNGUARDED
 from audit.contract import COMPLEX_DTYPES
@@ -50,8 +53,8 @@ def replay_script(entry: Entry, check: Check, case: Case, *, dtype: str, device:
                      "    os.environ.setdefault('TRITON_INTERPRET', '1')")
     lines += [f"import {module}" for module in entry.load]
     kit_at = len(lines)
-    prop = (check.model_replay if _kind(entry) == "model" else check.replay) or kit.called
-    if prop is not kit.called:
+    prop = (check.model_replay if _kind(entry) == "model" else check.replay) or called
+    if prop is not called:
         lines += [f"# -- the property (the check {check.name!r}: {prop.__module__}) ---",
                   "\n\n".join(_source(f) for f in (*check.replay_helpers, prop))]
     lines += ["", "# -- the target ---", _target_line("target", entry.target, _kind(entry))]
@@ -84,7 +87,7 @@ def replay_script(entry: Entry, check: Check, case: Case, *, dtype: str, device:
         if entry.proxy and "proxy" in _unguarded(prop, entry):
             lines.append("proxy = guarded(through_dense(proxy), mutates, seed)  # its gradient is the intended one")
         lines.append(f"sys.exit(report({prop.__name__}(fn, ref, args, {names})))")
-    lines[kit_at:kit_at] = ["", "# -- the replay kit (audit/kit.py): the helpers used below, as the audit's checks "
+    lines[kit_at:kit_at] = ["", "# -- the replay kit (audit/kit/): the helpers used below, as the audit's checks "
                             "call them ---", kit_source("\n".join(lines[kit_at:])), ""]
     return "\n".join(lines) + "\n"
 
@@ -109,12 +112,10 @@ def _unguarded(prop: Callable[..., Any], entry: Entry) -> list[str]:
 
 
 def kit_source(used_by: str = "") -> str:
-    """The replay kit's source, less its docstring and ``from __future__`` line (the script has its own); with
-    ``used_by`` (the code that follows it in a script), only its imports and the definitions that code reaches,
-    directly or through each other, in the kit's order: a script carries what it runs, not the whole kit."""
-    future = "from __future__ import annotations"
-    text = inspect.getsource(kit)
-    body = text[text.index(future) + len(future):].strip() + "\n"
+    """The replay kit's source as one module (:func:`kit_text`); with ``used_by`` (the code that follows it in a
+    script), only its imports and the definitions that code reaches, directly or through each other, in the kit's
+    order: a script carries what it runs, not the whole kit."""
+    body = kit_text()
     if not used_by:
         return body
     statements = ast.parse(body).body
@@ -131,6 +132,28 @@ def kit_source(used_by: str = "") -> str:
     parts = ["\n".join(line for stmt in imports for line in lines[stmt.lineno - 1:stmt.end_lineno])]
     parts += ["\n".join(lines[_first_line(stmt, lines) - 1:stmt.end_lineno]) for stmt in kept if stmt not in imports]
     return "\n\n\n".join(parts) + "\n"
+
+
+@functools.cache
+def kit_text() -> str:
+    """The kit's modules (:data:`audit.kit.MODULES`, in that order) as one module's source: their imports of torch
+    and the standard library once each, then every definition; no docstring, no ``from __future__`` line (the
+    script has its own), no import of one kit module from another (they are all there)."""
+    imports: dict[str, None] = {}
+    definitions = []
+    for name in MODULES:
+        text = inspect.getsource(importlib.import_module(f"audit.kit.{name}"))
+        lines = text.splitlines()
+        for stmt in ast.parse(text).body:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue  # the module's docstring
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                if not ((isinstance(stmt, ast.ImportFrom) and stmt.module in ("__future__", "audit.kit"))
+                        or (isinstance(stmt, ast.ImportFrom) and (stmt.module or "").startswith("audit."))):
+                    imports.setdefault("\n".join(lines[stmt.lineno - 1:stmt.end_lineno]))
+                continue
+            definitions.append("\n".join(lines[_first_line(stmt, lines) - 1:stmt.end_lineno]))
+    return "\n".join(imports) + "\n\n\n" + "\n\n\n".join(definitions) + "\n"
 
 
 def _bound(stmt: ast.stmt) -> set[str]:

@@ -3,6 +3,6 @@ that a replay script rebuilds the audit's sparse inputs and judges their gradien
 
 from __future__ import annotations
 
-from audit.kit import sparse_from, sparse_gradient_problem, specified, through_dense
+from audit.kit.sparse import sparse_from, sparse_gradient_problem, specified, through_dense
 
 __all__ = ["sparse_from", "sparse_gradient_problem", "specified", "through_dense"]

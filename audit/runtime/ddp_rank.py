@@ -65,7 +65,7 @@ def _answer(request: GradientsRequest, loaded: dict, rank: int, world: int) -> G
             reseed(subject.seed)  # a stochastic target's draws: the cell's, not what the ranks served before it
             return Gradients(_gradients(subject, request, rank, world))
     except Exception as exc:  # the target's fault, reported to the check with where it happened
-        from audit.kit import rank_error
+        from audit.kit.ddp import rank_error
 
         return RankError(rank_error(exc))
 
@@ -91,7 +91,7 @@ def _gradients(subject, request: GradientsRequest, rank: int, world: int) -> dic
     """Each parameter's gradient under DistributedDataParallel on this rank's share of the batch, scaled by
     ``world`` (DDP averages; the check compares sums)."""
     from audit.inputs.case import Case
-    from audit.kit import rank_gradients
+    from audit.kit.ddp import rank_gradients
     from audit.toolkit import ddp
 
     args = subject.args(Case.from_json(request.case))

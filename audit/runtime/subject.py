@@ -18,7 +18,7 @@ from audit.registry.model import DEFAULT_TOLERANCE, Entry, Tolerance
 from audit.runtime import randomness
 from audit.runtime.options import RunOptions
 from audit.runtime.target import Target
-from audit.kit import floating
+from audit.kit.tensors import floating
 
 #: For float64 results compared with a float64 reference: tight enough that float32 arithmetic
 #: hidden under a float64 input (relative error about 1e-8) is caught.

@@ -57,8 +57,8 @@ def resolve(entry: Entry, base: Path) -> Target:
 
 def through_backward(fn: Callable) -> Callable:
     """``fn`` with every gradient of it taken through torch.autograd.backward: the replay kit's
-    :func:`audit.kit.backward_only`, as a replay script wraps its target too."""
-    from audit.kit import backward_only
+    :func:`audit.kit.autograd.backward_only`, as a replay script wraps its target too."""
+    from audit.kit.autograd import backward_only
 
     return backward_only(fn)
 
@@ -149,7 +149,7 @@ class ModuleCall:
         """A new instance built from ``seed``, with the factory's own dtype and device."""
         import torch
 
-        from audit.kit import seeded
+        from audit.kit.models import seeded
 
         built = seeded(self.factory, seed)
         if not isinstance(built, torch.nn.Module):

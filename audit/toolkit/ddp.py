@@ -1,5 +1,5 @@
 """Where the distributed check splits an entry's batch: the dim, the case made even, the axes. The module it
-trains (:class:`audit.kit.Harness`) and the gradients a rank computes (:func:`audit.kit.rank_gradients`) are the
+trains (:class:`audit.kit.ddp.Harness`) and the gradients a rank computes (:func:`audit.kit.ddp.rank_gradients`) are the
 replay kit's, shared by the check (one process, whole batch), each rank and the replay script."""
 
 from __future__ import annotations

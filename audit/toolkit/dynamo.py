@@ -1,4 +1,4 @@
-"""What the compile check needs from Dynamo beyond the replay kit's :class:`~audit.kit.Compiled`: a sweep of
+"""What the compile check needs from Dynamo beyond the replay kit's :class:`~audit.kit.compiled.Compiled`: a sweep of
 shapes, and Dynamo's refusals as violations."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import contextlib
 import torch
 
 from audit.inputs.variants import resized
-from audit.kit import Compiled, dynamo_refusal
+from audit.kit.compiled import Compiled, dynamo_refusal
 from audit.toolkit.violation import Violation
 
 __all__ = ["SWEEP", "Compiled", "graph_breaks_explained", "shape_sweep"]
@@ -39,7 +39,7 @@ def shape_sweep(entry, case) -> list:
 @contextlib.contextmanager
 def graph_breaks_explained():
     """Turn Dynamo's refusals (graph breaks under fullgraph, failed backends) into one-line violations
-    (:func:`audit.kit.dynamo_refusal`)."""
+    (:func:`audit.kit.compiled.dynamo_refusal`)."""
     try:
         yield
     except torch._dynamo.exc.TorchDynamoException as exc:

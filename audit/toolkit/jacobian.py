@@ -1,12 +1,13 @@
 """Running torch's gradcheck on a target: its options for the cell; turning its failures into located, sized
-messages is the replay kit's (:func:`audit.kit.explain_gradcheck_failure`), so that a replay script says it too."""
+messages is the replay kit's (:func:`audit.kit.explain.explain_gradcheck_failure`), so that a replay script says it
+too."""
 
 from __future__ import annotations
 
 import torch
 
 from audit.contract import LOW_PRECISION_DTYPES, real_counterpart
-from audit.kit import grad_inputs, wrapped
+from audit.kit.autograd import grad_inputs, wrapped
 from audit.registry.model import Tolerance
 from audit.toolkit.violation import NotApplicable
 
@@ -19,7 +20,7 @@ _TOL = {"float64": (1e-5, 1e-3), "float32": (1e-2, 1e-2), "bfloat16": (1e-1, 1e-
 
 def wrap(subject, args, call=None):
     """The target (or ``call``, given the full argument list) as a function of its grad-requiring tensors only,
-    returning floating outputs (dense): :func:`audit.kit.wrapped`."""
+    returning floating outputs (dense): :func:`audit.kit.autograd.wrapped`."""
     return wrapped(subject.evaluate if call is None else lambda *full: call(list(full)), args)
 
 

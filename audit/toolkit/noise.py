@@ -18,7 +18,7 @@ differ by at most about 2x their spread, while a wrong batching rule, a dropped 
 
 from __future__ import annotations
 
-from audit.kit import NOISE_FACTOR, NOISE_SAMPLES, NOISE_STEP, measured_noise, noisy_mismatches, perturbed, spread
+from audit.kit.noise import NOISE_FACTOR, NOISE_SAMPLES, NOISE_STEP, measured_noise, noisy_mismatches, perturbed, spread
 from audit.registry.model import Tolerance
 from audit.toolkit.violation import Violation
 
@@ -32,7 +32,7 @@ noise = measured_noise
 
 def compare_within_noise(label: str, got, expected, tol: Tolerance, measured) -> None:
     """A :class:`Violation` naming the first of ``got`` not close to ``expected`` even with ``FACTOR`` times
-    ``measured()`` (the group's spread, a float) added to atol (:func:`audit.kit.noisy_mismatches`)."""
+    ``measured()`` (the group's spread, a float) added to atol (:func:`audit.kit.noise.noisy_mismatches`)."""
     found = noisy_mismatches(label, got, expected, tol, measured)
     if found:
         raise Violation(found[0])

@@ -13,8 +13,8 @@ class Violation(Exception):
 
     ``kind`` is what the failure is, without where or by how much: the search shrinks a failure only into cases
     that fail the same way, and reports failures of other kinds apart (:mod:`audit.engine.explore`). A message
-    from the replay kit carries its own (:class:`audit.kit.Finding`); otherwise it is the message up to its first
-    ": " (the house style puts what failed before the colon, the numbers after it), or the whole message."""
+    from the replay kit carries its own (:class:`audit.kit.compare.Finding`); otherwise it is the message up to its
+    first ": " (the house style puts what failed before the colon, the numbers after it), or the whole message."""
 
     def __init__(self, message: str = "", kind: str = ""):
         super().__init__(message)

@@ -1,4 +1,4 @@
-"""The comparison every check uses (``audit.kit.mismatch``): its quick path for the common case
+"""The comparison every check uses (``audit.kit.compare.mismatch``): its quick path for the common case
 (every element within its allowance) decides exactly as the full comparison does, on ordinary values and on
 every special one (NaN, infinities, complex, a scale term, a magnitude), so that speed changes no verdict."""
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from audit.registry.model import Tolerance
-from audit import kit
+from audit.kit import compare
 
 SPECIAL = [0.0, 1.0, -1.0, 1e-300, 1e300, float("inf"), float("-inf"), float("nan")]
 TOLERANCES = [Tolerance(1e-7, 1e-7), Tolerance(0.0, 0.0), Tolerance(1e-3, 1e-2, scale=1e-3), Tolerance(0.5, 0.0)]
@@ -33,9 +33,9 @@ def _pairs():
 @pytest.mark.parametrize("tol", TOLERANCES, ids=str)
 @pytest.mark.parametrize("magnitude", [0.0, 10.0])
 def test_the_quick_path_decides_as_the_full_comparison(tol, magnitude, monkeypatch):
-    quick = [kit.mismatch(got, expected, tol, magnitude) for got, expected in _pairs()]
-    monkeypatch.setattr(kit, "within", lambda *args: False)  # the full comparison, every time
-    full = [kit.mismatch(got, expected, tol, magnitude) for got, expected in _pairs()]
+    quick = [compare.mismatch(got, expected, tol, magnitude) for got, expected in _pairs()]
+    monkeypatch.setattr(compare, "within", lambda *args: False)  # the full comparison, every time
+    full = [compare.mismatch(got, expected, tol, magnitude) for got, expected in _pairs()]
     assert [q is None for q in quick] == [f is None for f in full]
     assert quick == full  # and a failure's message is the full comparison's
     assert any(f is None for f in full) and any(f is not None for f in full)  # both outcomes are exercised

@@ -18,7 +18,9 @@ from audit.inputs.case import Case, TensorArg
 from audit.inputs.strategies import cases
 from audit.registry.model import Entry, Supports, Tolerance, TensorSpec
 from audit.results.outcome import HELD, SKIPPED, VIOLATED
-from audit.kit import explain_gradcheck_failure, grad_outputs, mismatch
+from audit.kit.autograd import grad_outputs
+from audit.kit.compare import mismatch
+from audit.kit.explain import explain_gradcheck_failure
 from audit.toolkit.jacobian import gradcheck_options
 from tests.helpers import entry, observe
 

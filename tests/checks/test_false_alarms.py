@@ -8,7 +8,8 @@ import torch
 
 from audit.registry.model import Tolerance
 from audit.results.outcome import HELD, VIOLATED
-from audit.kit import mismatch, torch_sentence
+from audit.kit.compare import mismatch
+from audit.kit.explain import torch_sentence
 from tests.fixtures import correct_shapes
 from tests.helpers import entry, observe
 

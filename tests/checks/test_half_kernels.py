@@ -129,27 +129,27 @@ def test_its_float32_inside_twin_still_fails_at_a_well_conditioned_point(tmp_pat
 def test_where_the_truth_is_exactly_zero_one_rounding_of_the_inputs_is_allowed():
     import torch
 
-    from audit import kit
+    from audit.kit import precision
     from tests.fixtures.half_kernels import Center, center_reference
 
     x = torch.full((1, 7), 1.5, dtype=torch.float32, requires_grad=True)
-    got, truth, own = kit.three_runs(Center.apply, center_reference, [x], 0, torch.float32)
+    got, truth, own = precision.three_runs(Center.apply, center_reference, [x], 0, torch.float32)
     (out,), (true,), (theirs,) = got[0], truth[0], own[0]
     assert float(true.abs().max()) == 0.0 and float(out.abs().max()) > 0.0  # one float32 rounding off
-    assert kit.own_error_mismatches("output", [out], [true], [theirs], torch.float32, magnitude=1.5) == []
-    found = kit.own_error_mismatches("output", [out + 1e-3], [true], [theirs], torch.float32, magnitude=1.5)
+    assert precision.own_error_mismatches("output", [out], [true], [theirs], torch.float32, magnitude=1.5) == []
+    found = precision.own_error_mismatches("output", [out + 1e-3], [true], [theirs], torch.float32, magnitude=1.5)
     assert found and "output 0: error 0.001" in found[0], found
 
 
 def test_where_the_reference_is_not_finite_in_the_dtype_it_is_not_counted_as_exact():
     import torch
 
-    from audit import kit
+    from audit.kit import precision
 
     truth = torch.tensor([0.5, 0.25], dtype=torch.float64)
     own = torch.tensor([float("nan"), 0.25], dtype=torch.float64)
     got = torch.tensor([0.51, 0.25], dtype=torch.float64)  # off where the reference says nothing: not judged there
-    assert kit.own_error_mismatches("gradient of input", [got], [truth], [own], torch.bfloat16) == []
+    assert precision.own_error_mismatches("gradient of input", [got], [truth], [own], torch.bfloat16) == []
 
 
 @pytest.mark.parametrize("check", ["dtype", "gradcheck"])

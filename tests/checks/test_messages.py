@@ -33,7 +33,8 @@ def test_a_gradgradcheck_failure_says_where_by_how_much_and_whether_it_is_stable
 def test_a_second_derivative_that_finite_differences_cannot_resolve_says_so():
     import torch
 
-    from audit.kit import GradcheckError, explain_gradgradcheck_failure
+    from audit.kit.autograd import GradcheckError
+    from audit.kit.explain import explain_gradgradcheck_failure
 
     def noisy_backward_square(x):  # an adjoint accurate to ~1e-6 by design: its derivative is noise at eps 1e-6
         class Square(torch.autograd.Function):
@@ -75,7 +76,8 @@ def test_a_forward_ad_failure_says_where_by_how_much_and_whether_it_is_stable(tm
 def test_a_jvp_that_finite_differences_cannot_resolve_at_their_step_says_so():
     import torch
 
-    from audit.kit import GradcheckError, explain_forward_ad_failure
+    from audit.kit.autograd import GradcheckError
+    from audit.kit.explain import explain_forward_ad_failure
     from tests.fixtures.broken import CubeJvp
 
     x = torch.tensor([0.3, -0.7], dtype=torch.float64, requires_grad=True)

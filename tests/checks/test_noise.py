@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from audit import kit
+from audit.kit import noise as kit_noise
 from audit.results.outcome import HELD, VIOLATED
 from audit.toolkit import noise
 from tests.helpers import entry, observe
@@ -19,7 +19,7 @@ def test_a_vmap_rule_that_rounds_otherwise_passes_within_the_measured_noise(tmp_
     """The shifted mean and the plain one differ by 1.2e-7 at values near 1e-3 (a fixed allowance: 1e-7)."""
     spec = entry(tmp_path, target=f"{W}:CenteredBatched", **NEAR_1E9)
     assert observe(spec, "vmap").verdict == HELD
-    monkeypatch.setattr(kit, "NOISE_FACTOR", 0)  # the vmap property's allowance: the replay kit's factor
+    monkeypatch.setattr(kit_noise, "NOISE_FACTOR", 0)  # the vmap property's allowance: the replay kit's factor
     assert observe(spec, "vmap").verdict == VIOLATED
 
 

@@ -1,5 +1,5 @@
 """No verdict depends on a message's wording: with every message a check's code returns upper-cased (its kind and
-family kept, :class:`audit.kit.Finding`), every planted bug still fails and every correct twin still does not.
+family kept, :class:`audit.kit.compare.Finding`), every planted bug still fails and every correct twin still does not.
 
 A check that decided by its own text (``found[0].startswith("compiled gradient")``) would change its verdict here:
 the upper-cased text no longer starts with the words it looks for."""
@@ -17,7 +17,7 @@ import pytest
 import audit.checks
 import audit.toolkit
 from audit.checks import builtin_names
-from audit.kit import Finding
+from audit.kit.compare import Finding
 from audit.results.outcome import VIOLATED
 from tests.helpers import entry, observe
 from tests.replay import rows

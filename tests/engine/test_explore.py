@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from audit.checks.interface import Violation
 from audit.engine.explore import explore
-from audit.kit import Finding, mismatches, Tol
+from audit.kit.compare import Finding, Tol, mismatches
 
 
 def test_a_shrink_that_changes_the_failure_s_kind_is_not_taken():
