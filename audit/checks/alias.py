@@ -7,7 +7,7 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit.autograd import differentiable, grad_outputs
+from audit.kit.autograd import differentiable, grad_outputs, vjp
 from audit.kit.compare import mismatch
 from audit.kit.explain import torch_sentence
 from audit.kit.tensors import fresh, outputs_of, wide
@@ -128,7 +128,7 @@ def backward_writes(leaves, outputs, seed: int) -> str | None:
     inputs = [leaves[i] for i in positions]
     cotangents = grad_outputs(outputs, seed)
     saved, before = snapshots(cotangents), snapshots(inputs)
-    torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True)
+    vjp(outputs, inputs, cotangents, fill=False)
     for k, (g, kept) in enumerate(zip(cotangents, saved)):
         if changed(g, kept):
             return (f"backward modified grad_output {k} in place: another branch of the graph may share it; compute "
@@ -159,8 +159,7 @@ class Pass:
 
     def again(self, seed: int) -> list:
         """A second backward through the same graph, with the cotangents drawn from ``seed``."""
-        return list(torch.autograd.grad(self.outputs, self.inputs, grad_outputs(self.outputs, seed),
-                                        retain_graph=True, allow_unused=True))
+        return vjp(self.outputs, self.inputs, seed, retain_graph=True, fill=False)
 
 
 class Passes:
@@ -180,8 +179,7 @@ class Passes:
             outputs = differentiable(outputs_of(self.fn(*with_copies(leaves, self.mutates))))
             if not positions or not outputs:
                 return None
-            grads = torch.autograd.grad(outputs, [leaves[i] for i in positions], grad_outputs(outputs, seed),
-                                        retain_graph=True, allow_unused=True)
+            grads = vjp(outputs, [leaves[i] for i in positions], seed, retain_graph=True, fill=False)
         return Pass(leaves, positions, outputs, list(grads))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit.autograd import gradients, ran
+from audit.kit.autograd import call_vjp, gradients
 from audit.kit.compare import mismatch
 from audit.kit.noise import measured_noise, noisy_mismatches
 from audit.kit.tensors import fresh, outputs_of
@@ -29,7 +29,7 @@ def checkpoint(fn, ref, args, *, seed, tol, reruns) -> list:
     if found:
         return found
     checked = checkpointed_run(fn, args, seed)
-    measured = measured_noise(lambda xs: list(ran(fn, xs, seed)), fresh(args))
+    measured = measured_noise(lambda xs: list(call_vjp(fn, xs, seed, keep="all")), fresh(args))
     found = (noisy_mismatches("output under checkpoint", checked[0], plain[0], tol, lambda: measured()[0])
              or noisy_mismatches("gradient under checkpoint (forward recomputed in backward) of input", checked[1],
                                  plain[1], tol, lambda: measured()[1]))
@@ -37,8 +37,8 @@ def checkpoint(fn, ref, args, *, seed, tol, reruns) -> list:
 
 
 def plain_run(fn, args, seed: int):
-    """Outputs and gradients of ``fn`` on fresh copies of ``args`` (see :func:`audit.kit.autograd.ran`)."""
-    return ran(fn, fresh(args), seed)
+    """Outputs and gradients of ``fn`` on fresh copies of ``args`` (:func:`audit.kit.autograd.call_vjp`)."""
+    return call_vjp(fn, fresh(args), seed, keep="all")
 
 
 def checkpointed_run(fn, args, seed: int):

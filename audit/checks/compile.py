@@ -12,7 +12,7 @@ import torch
 from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.kit.autograd import ran
+from audit.kit.autograd import call_vjp
 from audit.kit.calls import guarded
 from audit.kit.compare import COMPILED_GRADIENT, mismatch, mismatches
 from audit.kit.compiled import Compiled, dynamo_refusal
@@ -32,7 +32,7 @@ def compile(fn, ref, args, *, target, mutates, seed, tol, backend, fullgraph, sw
     ``tol`` plus eager's own rounding noise. Each call guarded outside the compiled code (a written input cloned,
     torch's generator reset to ``seed``)."""
     eager = guarded(target, mutates, seed)
-    ran(eager, fresh(args), seed)
+    call_vjp(eager, fresh(args), seed, keep="all")
     compiled = Compiled(target, backend, fullgraph)
     try:
         return (compiled_sweep(compiled, sweep, mutates, seed)
@@ -46,7 +46,7 @@ def compiled_sweep(compiled, sweep, mutates, seed: int) -> list:
     call = guarded(compiled.fn, mutates, seed)
     for xs in sweep:
         compiled.note_shape(xs)
-        ran(call, fresh(xs), seed)
+        call_vjp(call, fresh(xs), seed, keep="all")
     problem = compiled.recompiles_every_shape()
     return [problem] if problem else []
 
@@ -55,8 +55,8 @@ def against_eager(eager, compiled, args, seed: int, tol, proxy_name: str = "") -
     """Outputs and gradients of ``compiled`` against ``eager``'s, on fresh copies of ``args``, within ``tol`` plus
     NOISE_FACTOR times eager's own rounding noise there; a gradient of an entry with a declared proxy that differs
     says the custom backward may not have run (:func:`audit.kit.proxy.bypass_hint`)."""
-    expected, got = ran(eager, fresh(args), seed), ran(compiled, fresh(args), seed)
-    measured = measured_noise(lambda xs: list(ran(eager, xs, seed)), fresh(args))
+    expected, got = call_vjp(eager, fresh(args), seed, keep="all"), call_vjp(compiled, fresh(args), seed, keep="all")
+    measured = measured_noise(lambda xs: list(call_vjp(eager, xs, seed, keep="all")), fresh(args))
     return (noisy_mismatches("compiled output", got[0], expected[0], tol, lambda: measured()[0])
             or [line.worded(line + bypass_hint("gradient", proxy_name, "torch.compile")) for line in
                 noisy_mismatches(COMPILED_GRADIENT, got[1], expected[1], tol, lambda: measured()[1])])
@@ -116,7 +116,7 @@ def _prepare(subject, case, eager) -> Compiled:
     differently afterwards (xitorch 0.5.1's solve recompiles for every new shape only then), and in a full run
     the checks before this one have always called it, so without the warm-up a cell alone (``--check compile``,
     ``audit repro``) and the replay script would see a cold target and another verdict."""
-    ran(eager, subject.args(case), subject.seed)
+    call_vjp(eager, subject.args(case), subject.seed, keep="all")
     if subject.entry.mutates:  # before compiling: the canary resets Dynamo
         subject.state["mark_dirty_bug"] = compile_drops_mark_dirty(subject.options.compile_backend)
     compiled = Compiled(subject.fn, subject.options.compile_backend, fullgraph=fullgraph(subject.entry))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from audit.checks.catalog import declared
-from audit.kit.autograd import differentiable, grad_inputs, grad_outputs
+from audit.kit.autograd import differentiable, grad_inputs, vjp
 from audit.kit.calls import guarded
 from audit.kit.tensors import dense, fresh, outputs_of, wide
 
@@ -34,7 +34,7 @@ def one_run(call, args, seed: int):
     inputs, diff = grad_inputs(xs), differentiable(outputs)
     if not inputs or not diff:
         return [o.detach() for o in outputs], []
-    grads = torch.autograd.grad(diff, inputs, grad_outputs(diff, seed), allow_unused=True)
+    grads = vjp(diff, inputs, seed, fill=False)
     return [o.detach() for o in outputs], [g for g in grads if g is not None]
 
 

@@ -6,17 +6,16 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit.autograd import NO_GRADIENT_OUTPUT, differentiated, grad_inputs
+from audit.kit.autograd import NO_GRADIENT_OUTPUT, call_vjp
 from audit.kit.compare import mismatches
 
 
 def on_device(fn, ref, args, *, seed, tol, device) -> list:
     """Outputs and gradients on the inputs' ``device``, equal to the CPU's within ``tol`` (named ``on_device``: a
     replay script's ``device`` is the cell's device)."""
-    found = differentiated(fn, args, grad_inputs(args), seed)
-    if found is None:
+    outputs, grads = call_vjp(fn, args, seed)
+    if not outputs:
         return [NO_GRADIENT_OUTPUT]
-    outputs, grads = found
     for label, tensors in (("output", outputs), ("gradient of input", grads)):
         for i, t in enumerate(tensors):
             if t.device.type != torch.device(device).type:
@@ -24,7 +23,7 @@ def on_device(fn, ref, args, *, seed, tol, device) -> list:
     if torch.device(device).type == "cpu":
         return []
     on_cpu = [a.detach().cpu().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a for a in args]
-    expected, expected_grads = differentiated(fn, on_cpu, grad_inputs(on_cpu), seed)
+    expected, expected_grads = call_vjp(fn, on_cpu, seed)
     return (mismatches(f"output ({device} vs cpu)", outputs, expected, tol)
             or mismatches(f"gradient ({device} vs cpu) of input", grads, expected_grads, tol))
 

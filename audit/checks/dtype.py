@@ -9,7 +9,7 @@ import torch
 from audit.checks import reference, replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import NotApplicable, Violation
-from audit.kit.autograd import NO_GRADIENT_OUTPUT, grad_inputs, outputs_and_gradients, wrapped
+from audit.kit.autograd import NO_GRADIENT_OUTPUT, call_vjp, grad_inputs, wrapped
 from audit.kit.calls import once
 from audit.kit.compare import defined_only, undefined_where
 from audit.kit.explain import judged_by_differences
@@ -38,7 +38,7 @@ def dtype_check(fn, ref, args, *, seed, dtype, tol, options, own_error=False, wi
     instead (``observe`` is told where the reference is undefined). With a declared ``proxy``, the gradients'
     values are judged against the proxy's float64 autograd gradient alone (:func:`audit.kit.proxy.proxy_mismatches`;
     the outputs' are the forward check's, in every claimed dtype)."""
-    outputs, grads = outputs_and_gradients(fn, args, seed)
+    outputs, grads = call_vjp(fn, args, seed)
     found = kept_dtypes(outputs, grads, args, dtype)
     if found:
         return found
@@ -106,9 +106,9 @@ def widest_run(fn, ref, args, seed: int, dtype, wider_dtype):
         return None  # float64 without a reference: the cell's own run is the widest there is
     baseline = ref if referenced else fn
     leaves = leaves_in(args, torch.float64 if referenced else wider_dtype)
-    expected, expected_grads = outputs_and_gradients(baseline, leaves, seed)
-    largest = once(lambda: largest_value(lambda: outputs_and_gradients(baseline, leaves, seed)))
-    sensitivity = measured_noise(lambda xs: list(outputs_and_gradients(baseline, xs, seed)), leaves)
+    expected, expected_grads = call_vjp(baseline, leaves, seed)
+    largest = once(lambda: largest_value(lambda: call_vjp(baseline, leaves, seed)))
+    sensitivity = measured_noise(lambda xs: list(call_vjp(baseline, xs, seed)), leaves)
     whom = "the reference" if referenced else str(wider_dtype).replace("torch.", "")
     return whom, leaves, expected, expected_grads, largest, sensitivity
 
@@ -149,7 +149,7 @@ def run(subject, case) -> None:
     derivative (or no unique value), or, for gradients, where the reference's own is off finite differences."""
     values = replayable.values(CHECK, subject, case)
     fn, ref, args = replayable.target(subject), replayable.compared_reference(subject, case), subject.args(case)
-    outputs, grads = outputs_and_gradients(fn, args, subject.seed)
+    outputs, grads = call_vjp(fn, args, subject.seed)
     _hold(kept_dtypes(outputs, grads, args, values["dtype"]))
     if subject.entry.proxy:
         replayable.hold(CHECK, subject, case)

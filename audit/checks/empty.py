@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import torch
 
 from audit.checks.catalog import declared
-from audit.kit.autograd import differentiable, grad_inputs, grad_outputs
+from audit.kit.autograd import differentiable, grad_inputs, vjp
 from audit.kit.tensors import outputs_of
 
 
@@ -16,7 +15,7 @@ def empty(fn, ref, args, *, seed) -> list:
     inputs = grad_inputs(args)
     if not outputs or not inputs:
         return []
-    grads = torch.autograd.grad(outputs, inputs, grad_outputs(outputs, seed), allow_unused=True)
+    grads = vjp(outputs, inputs, seed, fill=False)
     return [f"gradient of input {i} has shape {list(g.shape)}, expected {list(x.shape)}"
             for i, (g, x) in enumerate(zip(grads, inputs)) if g is not None and g.shape != x.shape]
 

@@ -7,7 +7,8 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit.autograd import GradcheckError, NO_GRADIENT_OUTPUT, differentiable, grad_inputs, grad_outputs, wrapped
+from audit.kit.autograd import (GradcheckError, NO_GRADIENT_OUTPUT, differentiable, grad_inputs, grad_outputs, vjp,
+                                wrapped)
 from audit.kit.compare import mismatch
 from audit.kit.explain import explain_gradgradcheck_failure, first_line
 from audit.kit.proxy import ProxyError, second_order
@@ -63,7 +64,7 @@ def differentiable_backward(fn, ref, args, *, seed) -> list:
     if not outputs:
         return [NO_GRADIENT_OUTPUT]
     cotangents = [c.requires_grad_() for c in grad_outputs(outputs, seed)]
-    grads = torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True, create_graph=True)
+    grads = vjp(outputs, inputs, cotangents, create_graph=True, fill=False)
     for i, g in enumerate(grads):
         if g is not None and _reaches(g.grad_fn, "torch::autograd::Error"):  # @once_differentiable's node
             return [f"gradient of input {i}: the backward is marked @once_differentiable: differentiating its "

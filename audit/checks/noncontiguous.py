@@ -6,7 +6,7 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit.autograd import grads
+from audit.kit.autograd import call_vjp
 from audit.kit.calls import once
 from audit.kit.compare import mismatches
 from audit.kit.explain import first_line
@@ -19,9 +19,9 @@ def noncontiguous(fn, ref, args, *, seed, tol, layouts) -> list:
     transposed, strided and expanded (stride 0) cotangents against dense ones."""
     contiguous = [a.detach().clone(memory_format=torch.contiguous_format).requires_grad_(a.requires_grad)
                   if isinstance(a, torch.Tensor) else a for a in args]  # new row-major storage, no offset
-    expected, expected_grads = grads(fn, contiguous, seed)
-    outputs, found = grads(fn, args, seed)
-    measured = once(lambda: spread(lambda xs: list(grads(fn, xs, seed)), contiguous))
+    expected, expected_grads = call_vjp(fn, contiguous, seed, keep="floating")
+    outputs, found = call_vjp(fn, args, seed, keep="floating")
+    measured = once(lambda: spread(lambda xs: list(call_vjp(fn, xs, seed, keep="floating")), contiguous))
     problems = (noisy_mismatches("output", outputs, expected, tol, lambda: measured()[0])
                 or noisy_mismatches("gradient of input", found, expected_grads, tol, lambda: measured()[1]))
     if problems:
@@ -36,9 +36,9 @@ def noncontiguous(fn, ref, args, *, seed, tol, layouts) -> list:
 def cotangent_layout(fn, args, seed: int, tol, layout: str) -> list:
     """The gradients with cotangents laid out as ``layout`` (:func:`cotangents_laid_out`) against those with the
     same values dense, within ``tol``; a backward that raises with them fails too."""
-    _, expected = grads(fn, args, seed, "expanded values" if layout == "expanded" else None)
+    _, expected = call_vjp(fn, args, seed, keep="floating", layout="expanded values" if layout == "expanded" else None)
     try:
-        _, got = grads(fn, args, seed, layout)
+        _, got = call_vjp(fn, args, seed, keep="floating", layout=layout)
     except RuntimeError as exc:
         return [f"backward raised with {layout} grad_outputs: {first_line(exc)}"]
     return [f"{line} with {layout} grad_outputs vs contiguous ones (a backward that assumes a dense gradient layout)"

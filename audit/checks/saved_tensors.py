@@ -6,7 +6,7 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit.autograd import differentiable, filled, grad_outputs
+from audit.kit.autograd import differentiable, filled, vjp
 from audit.kit.compare import mismatches
 from audit.kit.tensors import floating, fresh, outputs_of
 
@@ -49,7 +49,7 @@ def gradients_after_write(fn, args, victim, seed: int):
                 return None
             with torch.no_grad():
                 written.mul_(2).add_(0.5)
-        grads = torch.autograd.grad(outputs, inputs, grad_outputs(outputs, seed), allow_unused=True)
+        grads = vjp(outputs, inputs, seed, fill=False)
     except RuntimeError as exc:
         if any(words in str(exc) for words in ("modified by an inplace operation", "has been modified inplace",
                                                "is a view and is being modified inplace",

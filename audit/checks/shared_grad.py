@@ -13,7 +13,7 @@ import torch
 from audit.checks import replayable
 from audit.checks.catalog import MIN_BATCH, declared
 from audit.checks.interface import NotApplicable, tolerance_values
-from audit.kit.autograd import grad_outputs, module_of
+from audit.kit.autograd import grad_outputs, module_of, vjp
 from audit.kit.compare import mismatch, mismatches
 from audit.kit.explain import Inapplicable
 from audit.kit.tensors import floating, outputs_of
@@ -85,8 +85,7 @@ def gradients_by_position(args, outputs, cotangents, params: dict) -> dict:
     live = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
     if not (live and inputs):
         return {i: torch.zeros_like(x) for i, x in inputs.items()}
-    grads = torch.autograd.grad([o for o, _ in live], list(inputs.values()), [c for _, c in live], allow_unused=True)
-    return {i: g if g is not None else torch.zeros_like(x) for (i, x), g in zip(inputs.items(), grads)}
+    return dict(zip(inputs, vjp([o for o, _ in live], list(inputs.values()), [c for _, c in live])))
 
 
 def run(subject, case) -> None:

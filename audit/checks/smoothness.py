@@ -270,7 +270,7 @@ def note(subject, check: str, case, kink: Kink) -> None:
 def backward_of(fn, cotangent_seed: int):
     """The gradients of <fn(xs), fixed random cotangents> as a differentiable function of ``xs``: where
     it has no derivative, neither has ``fn`` a second one."""
-    from audit.kit.autograd import filled, grad_outputs
+    from audit.kit.autograd import filled, vjp
 
     def grads(*xs):
         with torch.enable_grad():
@@ -279,8 +279,7 @@ def backward_of(fn, cotangent_seed: int):
             outputs = [o for o in (out if isinstance(out, tuple) else (out,)) if o.requires_grad]
             if not outputs:
                 return tuple(torch.zeros_like(x) for x in xs)
-            found = torch.autograd.grad(outputs, leaves, grad_outputs(outputs, cotangent_seed),
-                                        create_graph=True, allow_unused=True)
+            found = vjp(outputs, leaves, cotangent_seed, create_graph=True, fill=False)
         return tuple(filled(found, xs))
 
     return grads

@@ -25,6 +25,7 @@ import torch
 from audit.checks import replayable
 from audit.checks.catalog import STATISTICS_DRAWS, STATISTICS_EXAMPLES, declared
 from audit.checks.interface import NotApplicable, tolerance_values
+from audit.kit.autograd import vjp
 from audit.contract import COMPLEX_DTYPES
 
 #: The false-alarm probability of one cell (a correct target failing).
@@ -64,9 +65,10 @@ def drawn(f, args, mutates, cots, cell_seed):
         generator = torch.Generator().manual_seed(cell_seed)
         cots = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outs]
     live = [(o, c) for o, c in zip(outs, cots) if o.requires_grad]
-    found = torch.autograd.grad([o for o, _ in live], [x for _, x in inputs], [c for _, c in live],
-                                allow_unused=True) if live and inputs else [None] * len(inputs)
-    return outs, inputs, [torch.zeros_like(x) if g is None else g for (_, x), g in zip(inputs, found)], cots
+    leaves = [x for _, x in inputs]
+    found = (vjp([o for o, _ in live], leaves, [c for _, c in live]) if live and inputs
+             else [torch.zeros_like(x) for x in leaves])
+    return outs, inputs, found, cots
 
 
 def ks_pvalue(n, c):

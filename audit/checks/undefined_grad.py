@@ -6,7 +6,7 @@ import torch
 
 from audit.checks.catalog import declared
 from audit.checks.interface import tolerance_values
-from audit.kit.autograd import differentiable, filled, grad_inputs, grad_outputs
+from audit.kit.autograd import differentiable, grad_inputs, grad_outputs, vjp
 from audit.kit.compare import mismatches
 from audit.kit.tensors import outputs_of
 
@@ -22,15 +22,14 @@ def undefined_grad(fn, ref, args, *, seed, tol) -> list:
     cotangents = grad_outputs(outputs, seed)
     for k, out in enumerate(outputs):
         try:
-            alone = torch.autograd.grad(out, inputs, cotangents[k], retain_graph=True, allow_unused=True)
+            alone = vjp(out, inputs, cotangents[k], retain_graph=True)
         except (TypeError, RuntimeError, AttributeError) as exc:
             return [f"backward through output {k} alone (the other {len(outputs) - 1} output gradient(s) "
                     f"undefined, i.e. None in backward) raised {type(exc).__name__}: {exc}; "
                     "handle None grad_outputs, or call ctx.set_materialize_grads(True)"]
         masked = [c if j == k else torch.zeros_like(c) for j, c in enumerate(cotangents)]
-        full = torch.autograd.grad(outputs, inputs, masked, retain_graph=True, allow_unused=True)
-        found = mismatches(f"backward through output {k} alone: gradient of input", filled(alone, inputs),
-                           filled(full, inputs), tol)
+        full = vjp(outputs, inputs, masked, retain_graph=True)
+        found = mismatches(f"backward through output {k} alone: gradient of input", alone, full, tol)
         if found:
             return found
     return []

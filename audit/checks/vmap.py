@@ -8,7 +8,7 @@ import torch
 from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
-from audit.kit.autograd import grad_outputs
+from audit.kit.autograd import grad_outputs, vjp
 from audit.kit.compare import (Finding, JACFWD_ALL_ZERO, JACFWD_VS_DIFFERENCES, JACREV_VS_DIFFERENCES, REFUSED_INSIDE,
                                Tol, mismatch)
 from audit.kit.jacobians import (DIFFERENCE_STEPS, central_jacobian, eager_jacobian, is_setup_context_refusal,
@@ -132,9 +132,7 @@ def loop_vjp(target, wrt, picked, cotangents):
     """One sample's vjp by autograd, as a function of its arguments: the loop's side of the comparison."""
     def compute(args):
         outputs = outputs_of(target(*args))
-        grads = torch.autograd.grad([outputs[i] for i in picked], [args[i] for i in wrt], cotangents,
-                                    allow_unused=True)
-        return [[torch.zeros_like(args[i]) if g is None else g for g, i in zip(grads, wrt)]]
+        return [vjp([outputs[i] for i in picked], [args[i] for i in wrt], cotangents)]
 
     return compute
 

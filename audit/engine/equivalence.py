@@ -20,7 +20,7 @@ from audit.contract import DTYPE_ORDER
 from audit.engine.explore import given_cases
 from audit.inputs.case import Case
 from audit.inputs.strategies import cases
-from audit.kit.autograd import differentiable, filled, grad_inputs, grad_outputs, tangents
+from audit.kit.autograd import differentiable, grad_inputs, grad_outputs, tangents, vjp
 from audit.kit.proxy import second_order
 from audit.kit.tensors import outputs_of
 from audit.registry.model import Entry, TensorSpec, ValueSpec
@@ -177,7 +177,7 @@ def _vjp(fn: Any, args: list[Any], seed_value: int) -> list[Any]:
         return []
     cotangents = grad_outputs(outputs, seed_value)
     kept = [c.clone() for c in cotangents]
-    found = filled(torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True), inputs)
+    found = vjp(outputs, inputs, cotangents)
     if any(not torch.equal(c, k) for c, k in zip(cotangents, kept)):
         found.append(torch.tensor(float("nan")))  # the original leaves its cotangents alone: a difference
     return found

@@ -31,27 +31,43 @@ def filled(grads, inputs) -> list:
     return [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
 
 
+def vjp(outputs, inputs, cotangents, *, create_graph: bool = False, retain_graph=None, fill: bool = True) -> list:
+    """The one vector-Jacobian product of the kit and the checks: the gradients of <``outputs``, ``cotangents``>
+    with respect to ``inputs``. ``cotangents``: a seed (an int: drawn by :func:`grad_outputs`, one per output) or the
+    tensors themselves. An input the outputs do not reach gets zeros of its shape (``fill``), or None."""
+    if isinstance(cotangents, int):
+        cotangents = grad_outputs(outputs, cotangents)
+    found = torch.autograd.grad(outputs, inputs, cotangents, allow_unused=True, create_graph=create_graph,
+                                retain_graph=retain_graph)
+    return filled(found, inputs) if fill else list(found)
+
+
 def gradients(outputs, args, seed: int) -> list:
     """Gradients of <differentiable outputs, random cotangents> for each argument that requires grad (zeros where
     unused); empty when nothing is differentiable."""
     inputs, chosen = grad_inputs(args), differentiable(outputs)
     if not (inputs and chosen):
         return []
-    return filled(torch.autograd.grad(chosen, inputs, grad_outputs(chosen, seed), allow_unused=True), inputs)
+    return vjp(chosen, inputs, seed)
 
 
-def grads(f, args, seed: int, layout: str | None = None):
-    """Floating outputs of ``f(*args)`` (detached) and the gradients of <outputs, cotangents drawn from ``seed``> for
-    the arguments that require grad (zeros where unused); ``layout`` lays the cotangents out
-    (:func:`cotangents_laid_out`)."""
-    outs = [o for o in outputs_of(f(*args)) if floating(o)]
-    live = differentiable(outs)
-    cots = grad_outputs(live, seed)
-    if layout is not None:
-        cots = cotangents_laid_out(cots, layout)
-    inputs = grad_inputs(args)
-    found = torch.autograd.grad(live, inputs, cots, allow_unused=True) if live and inputs else []
-    return [o.detach() for o in outs], filled(found, inputs)
+def call_vjp(fn, args, seed: int, *, keep: str = "differentiable", layout: str | None = None):
+    """``fn(*args)`` and the vjp of what it returns: (outputs, gradients), the one way a property calls a target for
+    its gradients. The gradients are those of <its differentiable outputs, cotangents drawn from ``seed``> for the
+    arguments that require grad (:func:`vjp`: zeros where unused; [] when nothing is differentiable), the
+    cotangents laid out by ``layout`` (:func:`~audit.kit.tensors.cotangents_laid_out`). ``keep`` names the outputs
+    returned: "differentiable" (those with a graph, as they are), "floating" (every floating one, detached) or "all"
+    (every tensor, detached)."""
+    outputs = outputs_of(fn(*args))
+    live, inputs = differentiable(outputs), grad_inputs(args)
+    grads = []
+    if live and inputs:
+        cotangents = grad_outputs(live, seed)
+        grads = vjp(live, inputs, cotangents_laid_out(cotangents, layout) if layout is not None else cotangents)
+    if keep == "differentiable":
+        return live, grads
+    kept = [o for o in outputs if keep == "all" or floating(o)]
+    return [o.detach() for o in kept], grads
 
 
 #: torch's gradcheck failure (its module's name is shadowed by the function ``torch.autograd.gradcheck``).
@@ -82,33 +98,6 @@ def wrapped(fn, args):
         return tuple(outputs) if len(outputs) != 1 else outputs[0]
 
     return of_inputs
-
-
-def outputs_and_gradients(fn, args, seed: int):
-    """The differentiable outputs of ``fn(*args)`` and the gradients of <outputs, cotangents drawn from ``seed``>
-    for the arguments that require grad (zeros where unused); no outputs (see :data:`NO_GRADIENT_OUTPUT`) and no
-    gradients when none is differentiable."""
-    outputs = differentiable(outputs_of(fn(*args)))
-    return outputs, gradients(outputs, args, seed)
-
-
-def ran(f, args, seed: int):
-    """Every tensor ``f(*args)`` returns, detached, and the gradients of <its differentiable outputs, cotangents
-    drawn from ``seed``> for the arguments that require grad (:func:`gradients`: [] when nothing is
-    differentiable)."""
-    outputs = outputs_of(f(*args))
-    return [o.detach() for o in outputs], gradients(outputs, args, seed)
-
-
-def differentiated(fn, args, inputs, seed: int, create_graph: bool = False):
-    """The differentiable outputs of ``fn(*args)`` and the gradients of <them, cotangents drawn from ``seed``> with
-    respect to ``inputs`` (zeros where unused); None when no output is differentiable."""
-    outputs = differentiable(outputs_of(fn(*args)))
-    if not outputs:
-        return None
-    grads = torch.autograd.grad(outputs, inputs, grad_outputs(outputs, seed), allow_unused=True,
-                                create_graph=create_graph)
-    return outputs, filled(grads, inputs)
 
 
 def tangents(fn, args, seed: int, dtype) -> list:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import sys
 import torch
-from audit.kit.autograd import GradcheckError, filled, grad_outputs
+from audit.kit.autograd import GradcheckError, filled, grad_outputs, vjp
 from audit.kit.compare import number
 from audit.kit.jacobians import outputs_without_graph, realified
 from audit.kit.tensors import wide
@@ -144,7 +144,7 @@ def explain_gradgradcheck_failure(fn, inputs, exc: Exception, options: dict, see
             with torch.enable_grad():
                 leaves = [z if z.requires_grad else z.detach().requires_grad_() for z in zs[:count]]
                 outs = _outputs_live(fn, leaves)
-                grads = torch.autograd.grad(outs, leaves, list(zs[count:]), create_graph=True, allow_unused=True)
+                grads = vjp(outs, leaves, list(zs[count:]), create_graph=True, fill=False)
             return tuple(filled(grads, leaves))
 
         at = xs + cotangents
@@ -254,7 +254,7 @@ def _conjugated(fn, inputs, eps, atol, rtol) -> str | None:
     xs = [x.detach().requires_grad_() for x in inputs]
     outs = _outputs_live(fn, xs)
     cots = grad_outputs(outs, 0)
-    analytic = filled(torch.autograd.grad(outs, xs, cots, allow_unused=True), xs)
+    analytic = vjp(outs, xs, cots)
 
     def loss(*ys):
         return sum(float((c.conj() * o).real.sum()) for o, c in zip(outputs_without_graph(fn, ys), cots))
@@ -318,7 +318,7 @@ def _analytic(fn, inputs) -> dict:
             seed = torch.zeros(y.numel(), dtype=y.dtype).index_fill_(0, torch.tensor(r), 1.0).view_as(y)
             if not y.requires_grad:
                 continue
-            grads = torch.autograd.grad(y, xs, seed, retain_graph=True, allow_unused=True)
+            grads = vjp(y, xs, seed, retain_graph=True, fill=False)
             for i, g in enumerate(grads):
                 if g is not None:
                     rows[r][i] = wide(g.detach()).reshape(-1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from audit.kit.autograd import differentiable, filled, grad_inputs
+from audit.kit.autograd import differentiable, grad_inputs, vjp
 from audit.kit.compare import Finding, _index, mismatches, number
 from audit.kit.tensors import dense, floating, fresh, outputs_of
 
@@ -70,9 +70,7 @@ def rounded_vjps(f, args, seed: int, dtype):
     :func:`cotangents_in` ``dtype``> for the arguments that require grad (zeros where unused)."""
     outs = [o for o in outputs_of(f(*args)) if floating(o)]
     live, inputs = differentiable(outs), grad_inputs(args)
-    found = (torch.autograd.grad(live, inputs, cotangents_in(live, seed, dtype), allow_unused=True)
-             if live and inputs else [])
-    return [o.detach() for o in outs], filled(found, inputs)
+    return [o.detach() for o in outs], vjp(live, inputs, cotangents_in(live, seed, dtype)) if live and inputs else []
 
 
 def leaves_in(args, dtype) -> list:

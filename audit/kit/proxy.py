@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import torch
-from audit.kit.autograd import differentiable, filled, grad_inputs, grad_outputs, module_of, wrapped
+from audit.kit.autograd import differentiable, grad_inputs, grad_outputs, module_of, vjp, wrapped
 from audit.kit.compare import Finding, _index, mismatches, number
 from audit.kit.explain import first_line, user_site
 from audit.kit.jacobians import DIFFERENCE_STEPS
@@ -112,12 +112,11 @@ def second_order(fn, args, seed: int) -> list:
     if not (outputs and inputs):
         return []
     vs = [v.requires_grad_() for v in grad_outputs(outputs, seed)]
-    first = filled(torch.autograd.grad(outputs, inputs, vs, create_graph=True, allow_unused=True), inputs)
+    first = vjp(outputs, inputs, vs, create_graph=True)
     live = [(g, w) for g, w in zip(first, grad_outputs(first, seed + 1)) if g.requires_grad]
     if not live:
         return [torch.zeros_like(x) for x in inputs + vs]
-    found = torch.autograd.grad([g for g, _ in live], inputs + vs, [w for _, w in live], allow_unused=True)
-    return [t.detach() for t in filled(found, inputs + vs)]
+    return [t.detach() for t in vjp([g for g, _ in live], inputs + vs, [w for _, w in live])]
 
 
 def bypass_hint(label: str, proxy_name: str, transform: str) -> str:

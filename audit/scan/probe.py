@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from audit.kit.autograd import vjp
 from audit.scan.findings import Finding
 
 #: Random directions the forward is differenced along: a step crossed by one of them still leaves the others flat.
@@ -59,7 +60,7 @@ def _intended_note(fn, args, floating) -> list[str]:
         return []
     wrt = [leaves[i] for i in floating]
     cotangents = [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o) for o in outputs]
-    grads = torch.autograd.grad(outputs, wrt, cotangents, allow_unused=True)
+    grads = vjp(outputs, wrt, cotangents, fill=False)
     for _ in range(DIRECTIONS):
         directions = [torch.randn(x.shape, generator=generator, dtype=torch.float64).to(x) for x in wrt]
         analytic = sum(float((g.double() * u.double()).sum()) for g, u in zip(grads, directions) if g is not None)
