@@ -6,9 +6,9 @@ from __future__ import annotations
 from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation
-from audit.kit.compare import Tol, mismatch
+from audit.kit.compare import mismatch
+from audit.kit.tolerance import Tolerance
 from audit.kit.models import built_model, micro_batches, model_batch, parameter_grads, training_step
-from audit.registry.model import Tolerance
 
 #: Summation order differs between the two: float32 rounding, not the property, sets the floor.
 TOLERANCE = {"float32": Tolerance(atol=1e-5, rtol=1e-4), "float64": Tolerance(atol=1e-9, rtol=1e-7)}
@@ -49,7 +49,7 @@ def _values(subject, case) -> dict:
     """The entry's tolerance for the cell's dtype (else :data:`TOLERANCE`'s) and its training plan's sizes."""
     tol = subject.entry.tolerance_for(subject.dtype, TOLERANCE.get(subject.dtype, TOLERANCE["float32"]))
     plan = subject.entry.training
-    return {"tol": Tol(tol.atol, tol.rtol, tol.scale), "batch_size": plan.batch, "parts": plan.micro_batches}
+    return {"tol": tol, "batch_size": plan.batch, "parts": plan.micro_batches}
 
 
 CHECK = declared("accumulation", run=run, model_replay=accumulation, script_values=_values)

@@ -7,13 +7,14 @@ import torch
 
 from audit.checks import replayable
 from audit.checks.catalog import declared
-from audit.checks.interface import NotApplicable
+from audit.kit.refusal import NotApplicable
 from audit.contract import COMPLEX_DTYPES
 from audit.kit.autograd import grad_inputs, gradients
-from audit.kit.compare import Tol, mismatches
+from audit.kit.compare import mismatches
+from audit.kit.tolerance import Tolerance
 from audit.kit.explain import first_line
 from audit.kit.tensors import fresh, outputs_of
-from audit.registry.model import DEFAULT_TOLERANCE, Tolerance
+from audit.registry.model import DEFAULT_TOLERANCE
 
 #: The low-precision dtype autocast uses on each device (torch's defaults).
 LOW = {"cpu": "bfloat16", "cuda": "float16", "mps": "float16"}
@@ -96,7 +97,7 @@ def _values(subject, case) -> dict:
     dtype, else :data:`TOLERANCE`'s."""
     low = LOW[subject.device]
     tol = subject.entry.tolerance_for(low, TOLERANCE[low])
-    return {"low": low, "tol": Tol(tol.atol, tol.rtol, tol.scale)}
+    return {"low": low, "tol": tol}
 
 
 CHECK = declared(

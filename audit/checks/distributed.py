@@ -29,7 +29,8 @@ from pathlib import Path
 import torch
 
 from audit.checks.catalog import declared
-from audit.checks.interface import NotApplicable, Violation, tolerance_values
+from audit.checks.interface import Violation, tolerance_values
+from audit.kit.refusal import NotApplicable
 from audit.contract import COMPLEX_DTYPES
 from audit.kit.compare import mismatch
 from audit.kit.ddp import RANK_ENV, rank_error, rank_gradients, whole_batch_gradients

@@ -8,7 +8,8 @@ import torch
 
 from audit.checks import reference, replayable, smoothness
 from audit.checks.catalog import declared
-from audit.checks.interface import NotApplicable, Violation
+from audit.checks.interface import Violation
+from audit.kit.refusal import NotApplicable
 from audit.kit.autograd import NO_GRADIENT_OUTPUT, call_vjp, grad_inputs, wrapped
 from audit.kit.calls import once
 from audit.kit.compare import defined_only, undefined_where

@@ -8,7 +8,8 @@ import torch
 
 from audit.checks import reference, replayable, smoothness
 from audit.checks.catalog import declared
-from audit.checks.interface import NotApplicable, Violation
+from audit.checks.interface import Violation
+from audit.kit.refusal import NotApplicable
 from audit.contract import LOW_PRECISION_DTYPES
 from audit.kit.autograd import GradcheckError, differentiable, grad_inputs, grad_outputs, gradients, module_of, wrapped
 from audit.kit.calls import guarded

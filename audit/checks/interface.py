@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 from audit.contract import NUMERIC_PREFERENCE
 from audit.registry.model import Entry
-from audit.toolkit.violation import NotApplicable, Violation
+from audit.kit.refusal import NotApplicable
+from audit.toolkit.violation import Violation
 
 __all__ = ["Check", "NotApplicable", "Violation"]  # a local check's imports: the interface re-exports the exceptions
 
@@ -38,10 +39,7 @@ def claimed_dtypes(entry: Entry) -> tuple[str, ...]:
 def tolerance_values(subject, case) -> dict:
     """``script_values`` for a check that compares at the entry's tolerance (``subject.tolerance()``), in place of
     the float64-tight one the property's ``tol`` otherwise is."""
-    from audit.kit.compare import Tol  # the kit imports torch: the check table is read without it
-
-    tol = subject.tolerance()
-    return {"tol": Tol(tol.atol, tol.rtol, tol.scale)}
+    return {"tol": subject.tolerance()}
 
 
 #: The kinds a check runs on unless it says otherwise: everything called with drawn tensors.

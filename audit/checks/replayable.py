@@ -19,7 +19,6 @@ import torch
 from audit.checks import reference
 from audit.contract import judged_by_own_error, wider_claimed
 from audit.inputs.case import Case
-from audit.kit.compare import Tol
 from audit.kit.proxy import ProxyError
 from audit.registry.model import EntryKind
 from audit.toolkit.violation import RegistryFault, Violation
@@ -30,7 +29,8 @@ def values(check, subject, case: Case) -> dict:
     (``check.script_values``), a :class:`Case` among them standing for its argument list.
 
     Standard: ``seed`` (the cell's: cotangents are drawn from it), ``tol`` (the float64-tight tolerance of the
-    dtype, an :class:`audit.kit.compare.Tol`), ``dtype`` and ``device`` (the cell's, a torch dtype and a string),
+    dtype, an :class:`audit.kit.tolerance.Tolerance`), ``dtype`` and ``device`` (the cell's, a torch dtype and a
+    string),
     ``kind``, ``mutates`` and ``views`` (what the registry says of the entry), ``in_dims`` (the case's vmap
     batch positions, or None), ``batch_axes`` (argument -> the axis of the entry's batch dim), ``plan`` (the
     entry's training settings, a dict: a model's batch, steps, lr, micro_batches, batches), ``own_error`` (whether
@@ -42,7 +42,7 @@ def values(check, subject, case: Case) -> dict:
     are taken through .backward(): the target refuses torch.autograd.grad)."""
     tight = subject.tolerance(tight=True)
     entry = subject.entry
-    found = {"seed": subject.seed, "tol": Tol(tight.atol, tight.rtol, tight.scale),
+    found = {"seed": subject.seed, "tol": tight,
              "dtype": getattr(torch, subject.dtype), "device": subject.device,
              "kind": EntryKind(entry.kind).value,
              "mutates": list(entry.mutates), "views": list(entry.views),

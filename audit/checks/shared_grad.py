@@ -12,10 +12,10 @@ import torch
 
 from audit.checks import replayable
 from audit.checks.catalog import MIN_BATCH, declared
-from audit.checks.interface import NotApplicable, tolerance_values
+from audit.checks.interface import tolerance_values
+from audit.kit.refusal import NotApplicable
 from audit.kit.autograd import grad_outputs, module_of, vjp
 from audit.kit.compare import mismatch, mismatches
-from audit.kit.explain import Inapplicable
 from audit.kit.tensors import floating, outputs_of
 
 
@@ -68,13 +68,13 @@ def sample_of(args, batch_axes: dict, b: int) -> list:
 
 def sample_axis(batch, sample, size: int) -> int:
     """The one axis along which ``batch`` (an output for the whole batch) has the batch's size and ``sample`` (the
-    same output for one sample) has 1, every other axis alike; :class:`Inapplicable` where there is none."""
+    same output for one sample) has 1, every other axis alike; :class:`NotApplicable` where there is none."""
     if batch.dim() == sample.dim():
         for ax in range(batch.dim()):
             others = tuple(batch.shape[:ax] + batch.shape[ax + 1:]) == tuple(sample.shape[:ax] + sample.shape[ax + 1:])
             if batch.shape[ax] == size and sample.shape[ax] == 1 and others:
                 return ax
-    raise Inapplicable(f"an output of shape {list(batch.shape)} for the batch is {list(sample.shape)} for one "
+    raise NotApplicable(f"an output of shape {list(batch.shape)} for the batch is {list(sample.shape)} for one "
                        "sample: it has no batch axis, and the per-sample property needs per-sample outputs")
 
 
@@ -96,10 +96,7 @@ def run(subject, case) -> None:
                             "than for the whole batch: samples cannot be compared one by one")
     if size < MIN_BATCH:
         raise NotApplicable(f"the batch dim {entry.batch} ranges below {MIN_BATCH}: one sample shows nothing")
-    try:
-        replayable.hold(CHECK, subject, case)
-    except Inapplicable as exc:
-        raise NotApplicable(str(exc)) from None
+    replayable.hold(CHECK, subject, case)
 
 
 def _values(subject, case) -> dict:

@@ -24,7 +24,8 @@ import torch
 
 from audit.checks import replayable
 from audit.checks.catalog import STATISTICS_DRAWS, STATISTICS_EXAMPLES, declared
-from audit.checks.interface import NotApplicable, tolerance_values
+from audit.checks.interface import tolerance_values
+from audit.kit.refusal import NotApplicable
 from audit.kit.autograd import vjp
 from audit.contract import COMPLEX_DTYPES
 

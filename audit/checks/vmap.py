@@ -9,13 +9,14 @@ from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
 from audit.checks.interface import Violation, tolerance_values
 from audit.kit.autograd import grad_outputs, vjp
-from audit.kit.compare import (Finding, JACFWD_ALL_ZERO, JACFWD_VS_DIFFERENCES, JACREV_VS_DIFFERENCES, REFUSED_INSIDE,
-                               Tol, mismatch)
+from audit.kit.compare import (JACFWD_ALL_ZERO, JACFWD_VS_DIFFERENCES, JACREV_VS_DIFFERENCES, REFUSED_INSIDE, Finding,
+                               mismatch)
 from audit.kit.jacobians import (DIFFERENCE_STEPS, central_jacobian, eager_jacobian, is_setup_context_refusal,
                                  jacobian_column, realified)
 from audit.kit.noise import NOISE_FACTOR, measured_noise, noisy_mismatches
 from audit.kit.proxy import bypass_hint
 from audit.kit.tensors import detached, floating, outputs_of
+from audit.kit.tolerance import Tolerance
 from audit.registry.model import EntryKind
 from audit.toolkit.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit
 
@@ -192,7 +193,7 @@ def jacobians(target, kind, sample, forward_ad: bool, proxy_name: str = "") -> l
                 got = jacobian_column(jac, i, j, e, outputs[i].shape, inputs[j].numel())
                 zero = zero and not bool(got.abs().gt(0).any())
                 problem = mismatch(got, expected, tol) and mismatch(
-                    got, expected, Tol(tol.atol + NOISE_FACTOR * measured()[0] / step, tol.rtol, tol.scale))
+                    got, expected, Tolerance(tol.atol + NOISE_FACTOR * measured()[0] / step, tol.rtol, tol.scale))
                 if problem:
                     problems.append(f"{label}: d output {i} / d input {j}[flat {e}] vs {against}: {problem}")
         if problems:

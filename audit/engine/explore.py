@@ -16,7 +16,8 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import Flaky
 from hypothesis.strategies import SearchStrategy
 
-from audit.checks.interface import NotApplicable, Violation
+from audit.checks.interface import Violation
+from audit.kit.refusal import NotApplicable
 from audit.toolkit.violation import RegistryFault
 from audit.errors import first_line as _first_line
 from audit.errors import refuses_grad

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from audit.checks.interface import NotApplicable, Violation
+from audit.checks.interface import Violation
+from audit.kit.refusal import NotApplicable
 from audit.errors import first_line, refuses_grad
 from audit.kit.explain import user_site
 

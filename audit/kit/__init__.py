@@ -14,5 +14,5 @@ every module to torch and the kit alone, and no name is defined twice.
 """
 
 #: The kit's modules, each after those it imports: the order a replay script carries their definitions in.
-MODULES = ("tensors", "compiled", "autograd", "compare", "calls", "sparse", "precision", "noise", "jacobians",
-           "explain", "models", "ddp", "proxy")
+MODULES = ("tolerance", "refusal", "tensors", "compiled", "autograd", "compare", "calls", "sparse", "precision",
+           "noise", "jacobians", "explain", "models", "ddp", "proxy")

@@ -128,16 +128,6 @@ def mismatches(label: str, got, expected, tol, magnitude: float = 0.0) -> list:
     return [Finding(f"{label} {i}: {problem}", f"{label} {i}", label) for i, problem in found if problem]
 
 
-class Tol:
-    """An allowance (``atol + scale·max|expected| + rtol·|expected|``) where a script has no registry Tolerance."""
-
-    def __init__(self, atol: float, rtol: float, scale: float = 0.0):
-        self.atol, self.rtol, self.scale = atol, rtol, scale
-
-    def __repr__(self) -> str:
-        return f"Tol({self.atol!r}, {self.rtol!r}, {self.scale!r})"
-
-
 def undefined_where(got, expected):
     """Where ``expected`` (the reference's) is NaN or inf and ``got`` (the target's) is finite, as a bool tensor
     (a 0-d False where the shapes differ: that mismatch is the comparison's to report)."""

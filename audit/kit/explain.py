@@ -47,10 +47,6 @@ def user_site(exc: BaseException) -> str:
     return f" (at {frame[0]}:{frame[1]} in {frame[2]})" if frame else ""
 
 
-class Inapplicable(Exception):
-    """Raised by a property that has nothing to say about a case (the audit's cell is then a skip, saying why)."""
-
-
 def explain_gradcheck_failure(fn, inputs, exc: Exception, options: dict) -> str:
     """The largest analytic-vs-numeric difference and where it is, with torch's own first line where it
     says more than that; torch's line alone when nothing is located."""

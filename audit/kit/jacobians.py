@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import torch
-from audit.kit.compare import Tol
+from audit.kit.tolerance import Tolerance
 
 
 #: Step and the tolerance a central difference supports, per dtype; lower precisions are not judged.
-DIFFERENCE_STEPS = {torch.float64: (1e-6, Tol(1e-5, 1e-3)), torch.float32: (1e-3, Tol(1e-2, 1e-2))}
+DIFFERENCE_STEPS = {torch.float64: (1e-6, Tolerance(1e-5, 1e-3)), torch.float32: (1e-3, Tolerance(1e-2, 1e-2))}
 
 
 #: Columns (input elements) differenced at most: the first ones, in order; the rest are not compared.

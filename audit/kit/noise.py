@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import torch
-from audit.kit.compare import Tol, mismatches
+from audit.kit.compare import mismatches
+from audit.kit.tolerance import Tolerance
 
 
 #: How many times the measured spread two computations may differ by, beyond the fixed tolerance.
@@ -64,7 +65,7 @@ def noisy_mismatches(label: str, got, expected, tol, measured) -> list:
     if not found or len(got) != len(expected):
         return found
     width = measured()
-    wider = Tol(tol.atol + NOISE_FACTOR * width, tol.rtol, tol.scale)
+    wider = Tolerance(tol.atol + NOISE_FACTOR * width, tol.rtol, tol.scale)
     return [line.worded(f"{line} (atol includes {NOISE_FACTOR}x the rounding noise measured here, {width:.3g}: the "
                         f"second difference of the results over steps of {NOISE_STEP} eps in the inputs)")
             for line in mismatches(label, got, expected, wider)]

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from audit.contract import COMPLEX_DTYPES, DTYPE_ORDER, REAL_PART
+from audit.kit.tolerance import Tolerance
 
 DEFAULT_DOMAIN = (-1.0, 1.0)
 DEFAULT_DIM_RANGE = (1, 4)
@@ -99,22 +100,6 @@ class Supports:
     noncontiguous: bool = True
     export: bool = False
     distributed: bool = False
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """Comparison tolerances for one dtype: ``got`` is close to ``expected`` where
-    ``|got - expected| <= atol + scale * max|expected| + rtol * |expected|``, element by element.
-
-    ``scale`` is a share of the tensor's largest value: in low precision a rounding error grows with the
-    operands of a computation, not with each result, so an element that cancels to near 0 (a softmax
-    gradient, ``x - mean(x)``) carries an error of a few units of the dtype's precision times the tensor's
-    scale. It is 0 (elementwise only) in float64 and float32.
-    """
-
-    atol: float
-    rtol: float
-    scale: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ import torch
 from audit.contract import real_counterpart
 from audit.inputs.case import Case, TensorArg
 from audit.inputs.sparse import sparse_from, through_dense
-from audit.registry.model import DEFAULT_TOLERANCE, Entry, Tolerance
+from audit.kit.tolerance import Tolerance
+from audit.registry.model import DEFAULT_TOLERANCE, Entry
 from audit.runtime import randomness
 from audit.runtime.options import RunOptions
 from audit.runtime.target import Target

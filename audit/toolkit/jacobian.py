@@ -8,8 +8,8 @@ import torch
 
 from audit.contract import LOW_PRECISION_DTYPES, real_counterpart
 from audit.kit.autograd import grad_inputs, wrapped
-from audit.registry.model import Tolerance
-from audit.toolkit.violation import NotApplicable
+from audit.kit.tolerance import Tolerance
+from audit.kit.refusal import NotApplicable
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
 SLOW_MODE_LIMIT = 1024

@@ -19,7 +19,7 @@ differ by at most about 2x their spread, while a wrong batching rule, a dropped 
 from __future__ import annotations
 
 from audit.kit.noise import NOISE_FACTOR, NOISE_SAMPLES, NOISE_STEP, measured_noise, noisy_mismatches, perturbed, spread
-from audit.registry.model import Tolerance
+from audit.kit.tolerance import Tolerance
 from audit.toolkit.violation import Violation
 
 FACTOR, SAMPLES, STEP = NOISE_FACTOR, NOISE_SAMPLES, NOISE_STEP

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.toolkit.violation import NotApplicable
+from audit.kit.refusal import NotApplicable
 
 
 @dataclass(frozen=True)

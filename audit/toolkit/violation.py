@@ -1,12 +1,11 @@
-"""What a check's property raises: a :class:`Violation` fails the case, :class:`NotApplicable` skips the cell,
-:class:`RegistryFault` makes it an error that blames the registry's own callable.
+"""What a check raises besides the kit's :class:`~audit.kit.refusal.NotApplicable` (a skip): a :class:`Violation`
+fails the case, a :class:`RegistryFault` makes it an error that blames the registry's own callable.
 
-Defined below the checks so that their helpers raise them too; :mod:`audit.checks.interface` re-exports both for
-a repository's own checks.
+Defined below the checks so that their helpers raise them too; :mod:`audit.checks.interface` re-exports all three
+for a repository's own checks.
 """
 
 from __future__ import annotations
-
 
 class Violation(Exception):
     """The property did not hold on a case; the message says what, where and by how much.
@@ -19,10 +18,6 @@ class Violation(Exception):
     def __init__(self, message: str = "", kind: str = ""):
         super().__init__(message)
         self.kind = kind or getattr(message, "kind", "") or str(message).split(": ", 1)[0]
-
-
-class NotApplicable(Exception):
-    """The check cannot say anything about this entry here (e.g. no CUDA); the cell is a skip."""
 
 
 class RegistryFault(Exception):

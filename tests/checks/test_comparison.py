@@ -9,7 +9,7 @@ import itertools
 import pytest
 import torch
 
-from audit.registry.model import Tolerance
+from audit.kit.tolerance import Tolerance
 from audit.kit import compare
 
 SPECIAL = [0.0, 1.0, -1.0, 1e-300, 1e300, float("inf"), float("-inf"), float("nan")]

@@ -16,7 +16,8 @@ from audit.checks.interface import numeric_dtypes
 from audit.engine.script import _arg
 from audit.inputs.case import Case, TensorArg
 from audit.inputs.strategies import cases
-from audit.registry.model import Entry, Supports, Tolerance, TensorSpec
+from audit.kit.tolerance import Tolerance
+from audit.registry.model import Entry, Supports, TensorSpec
 from audit.results.outcome import HELD, SKIPPED, VIOLATED
 from audit.kit.autograd import grad_outputs
 from audit.kit.compare import mismatch

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from audit.registry.model import Tolerance
+from audit.kit.tolerance import Tolerance
 from audit.results.outcome import HELD, VIOLATED
 from audit.kit.compare import mismatch
 from audit.kit.explain import torch_sentence

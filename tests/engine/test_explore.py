@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 
 from audit.checks.interface import Violation
 from audit.engine.explore import explore
-from audit.kit.compare import Finding, Tol, mismatches
+from audit.kit.compare import Finding, mismatches
+from audit.kit.tolerance import Tolerance
 
 
 def test_a_shrink_that_changes_the_failure_s_kind_is_not_taken():
@@ -29,7 +30,8 @@ def test_a_shrink_that_changes_the_failure_s_kind_is_not_taken():
 def test_a_violation_carries_its_kind_without_where_or_by_how_much():
     import torch
 
-    [found] = mismatches("gradient of input", [torch.tensor([1.0, 2.5])], [torch.tensor([1.0, 2.0])], Tol(1e-6, 1e-6))
+    [found] = mismatches("gradient of input", [torch.tensor([1.0, 2.5])], [torch.tensor([1.0, 2.0])],
+                         Tolerance(1e-6, 1e-6))
     assert Violation(found).kind == "gradient of input 0"
     assert Violation(Finding("any words 1e-3", "gradient of input 0")).kind == "gradient of input 0"
     assert Violation("output 0: max 2.5", kind="Jacobian mismatch").kind == "Jacobian mismatch"

@@ -8,7 +8,7 @@ import pytest
 from audit.contract import DTYPE_ORDER
 from audit.errors import RegistryError
 from audit.registry import load_registry
-from audit.registry.model import Tolerance
+from audit.kit.tolerance import Tolerance
 from audit.registry.schema import schema
 
 ENTRY = "version: 1\nentries:\n  - name: a\n    owner: x\n    target: m:F\n    inputs: [{shape: [N]}]\n"

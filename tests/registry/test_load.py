@@ -10,7 +10,8 @@ import pytest
 
 from audit.errors import RegistryError
 from audit.registry import load_registry
-from audit.registry.model import TensorSpec, Tolerance, ValueSpec
+from audit.kit.tolerance import Tolerance
+from audit.registry.model import TensorSpec, ValueSpec
 
 GOOD = """\
 version: 1
