@@ -148,8 +148,8 @@ def kit_text() -> str:
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
                 continue  # the module's docstring
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                if not ((isinstance(stmt, ast.ImportFrom) and stmt.module in ("__future__", "audit.kit"))
-                        or (isinstance(stmt, ast.ImportFrom) and (stmt.module or "").startswith("audit."))):
+                module = stmt.module if isinstance(stmt, ast.ImportFrom) else None
+                if module != "__future__" and not (module or "").startswith("audit."):
                     imports.setdefault("\n".join(lines[stmt.lineno - 1:stmt.end_lineno]))
                 continue
             definitions.append("\n".join(lines[_first_line(stmt, lines) - 1:stmt.end_lineno]))
