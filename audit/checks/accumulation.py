@@ -3,9 +3,7 @@ share of the batch, equal the gradients of the whole batch."""
 
 from __future__ import annotations
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation
 from audit.kit.compare import mismatch
 from audit.kit.tolerance import Tolerance
 from audit.kit.models import built_model, micro_batches, model_batch, parameter_grads, training_step
@@ -38,13 +36,6 @@ def accumulation(fn, ref, args, *, dtype, device, tol, batch_size, parts) -> lis
     return []
 
 
-def run(subject, case) -> None:
-    """:func:`accumulation` on the entry's factory."""
-    found = replayable.problems(CHECK, subject, case)
-    if found:
-        raise Violation(found[0])
-
-
 def _values(subject, case) -> dict:
     """The entry's tolerance for the cell's dtype (else :data:`TOLERANCE`'s) and its training plan's sizes."""
     tol = subject.entry.tolerance_for(subject.dtype, TOLERANCE.get(subject.dtype, TOLERANCE["float32"]))
@@ -52,4 +43,4 @@ def _values(subject, case) -> dict:
     return {"tol": tol, "batch_size": plan.batch, "parts": plan.micro_batches}
 
 
-CHECK = declared("accumulation", run=run, model_replay=accumulation, script_values=_values)
+CHECK = declared("accumulation", model_replay=accumulation, script_values=_values)

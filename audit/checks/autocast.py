@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
-from audit.kit.refusal import NotApplicable
 from audit.contract import COMPLEX_DTYPES
 from audit.kit.autograd import grad_inputs, gradients
 from audit.kit.compare import mismatches
@@ -80,16 +78,20 @@ def low_backward(outputs, args, seed: int):
         raise
 
 
-def run(subject, case) -> None:
-    """:func:`autocast` on a real entry."""
+def complex_entry(subject, case) -> str:
+    """Why a complex cell has nothing to autocast."""
     if subject.dtype in COMPLEX_DTYPES:
-        raise NotApplicable("torch.autocast casts only real floating tensors (its float16/bfloat16 policy has no "
-                            "complex dtype and leaves complex tensors as they are): a complex entry has nothing "
-                            "to autocast")
-    if not set(subject.entry.supports.dtypes) & {"float32", "float64"}:  # a half-only kernel
-        raise NotApplicable("torch.autocast takes float32 inputs and casts them down inside, and the entry claims "
-                            "only half precision: the target is never run in a dtype it does not claim")
-    replayable.hold(CHECK, subject, case)
+        return ("torch.autocast casts only real floating tensors (its float16/bfloat16 policy has no complex dtype "
+                "and leaves complex tensors as they are): a complex entry has nothing to autocast")
+    return ""
+
+
+def half_only(subject, case) -> str:
+    """Why a half-only kernel is not run in float32."""
+    if not set(subject.entry.supports.dtypes) & {"float32", "float64"}:
+        return ("torch.autocast takes float32 inputs and casts them down inside, and the entry claims only half "
+                "precision: the target is never run in a dtype it does not claim")
+    return ""
 
 
 def _values(subject, case) -> dict:
@@ -102,7 +104,7 @@ def _values(subject, case) -> dict:
 
 CHECK = declared(
     "autocast",
-    run=run,
+    refusals=(complex_entry, half_only),
     replay=autocast,
     replay_helpers=(float32_run, low_backward),
     script_values=_values,

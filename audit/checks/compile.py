@@ -9,8 +9,9 @@ import time
 
 import torch
 
-from audit.checks import replayable
+from audit.checks import judgement, replayable
 from audit.checks.catalog import declared
+from audit.checks.judgement import KnownBug
 from audit.checks.interface import Violation, tolerance_values
 from audit.kit.autograd import call_vjp
 from audit.kit.calls import guarded
@@ -22,7 +23,7 @@ from audit.kit.proxy import bypass_hint
 from audit.kit.tensors import fresh
 from audit.registry.model import EntryKind
 from audit.toolkit import dynamo
-from audit.toolkit.torch_bugs import COMPILE_MARK_DIRTY, TorchBugHit, compile_drops_mark_dirty
+from audit.toolkit.torch_bugs import COMPILE_MARK_DIRTY, compile_drops_mark_dirty
 
 
 def compile(fn, ref, args, *, target, mutates, seed, tol, backend, fullgraph, sweep, proxy_name="") -> list:
@@ -102,11 +103,16 @@ def run(subject, case) -> None:
     compiled = guarded(subject.state["compiled"].fn, mutates, seed)
     with dynamo.graph_breaks_explained():
         found = against_eager(eager, compiled, subject.args(case), seed, subject.tolerance(), subject.entry.proxy or "")
-    if found and getattr(found[0], "family", "") == COMPILED_GRADIENT and subject.entry.mutates \
-            and subject.state.get("mark_dirty_bug"):
-        raise TorchBugHit(COMPILE_MARK_DIRTY, found[0])
-    if found:
-        raise Violation(found[0])
+    judgement.settle(subject, case, found, EXCUSES)
+
+
+def _drops_mark_dirty(subject) -> bool:
+    """An entry that writes an input, where this torch's compile drops ``ctx.mark_dirty`` (its canary says so)."""
+    return bool(subject.entry.mutates and subject.state.get("mark_dirty_bug"))
+
+
+#: A compiled gradient that differs from eager's is PyTorch's bug where compile drops ``ctx.mark_dirty``.
+EXCUSES = (KnownBug(COMPILE_MARK_DIRTY, (COMPILED_GRADIENT,), when=_drops_mark_dirty),)
 
 
 def _prepare(subject, case, eager) -> Compiled:

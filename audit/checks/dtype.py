@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import reference, replayable, smoothness
+from audit.checks import judgement, reference, replayable, smoothness
 from audit.checks.catalog import declared
+from audit.checks.judgement import UnreliableReference
 from audit.checks.interface import Violation
 from audit.kit.refusal import NotApplicable
 from audit.kit.autograd import NO_GRADIENT_OUTPUT, call_vjp, grad_inputs, wrapped
@@ -151,16 +152,14 @@ def run(subject, case) -> None:
     values = replayable.values(CHECK, subject, case)
     fn, ref, args = replayable.target(subject), replayable.compared_reference(subject, case), subject.args(case)
     outputs, grads = call_vjp(fn, args, subject.seed)
-    _hold(kept_dtypes(outputs, grads, args, values["dtype"]))
+    judgement.settle(subject, case, kept_dtypes(outputs, grads, args, values["dtype"]))
     if subject.entry.proxy:
         replayable.hold(CHECK, subject, case)
         return
     if values["own_error"] and ref is not None:
         with reference.blamed_if_it_raises(subject, lambda: subject.args(case)):
             found = replayable.stage(CHECK, by_own_error, subject, case)
-        if found and reference.unreliable(subject, case, AGAINST, leaves_in(subject.args(case), torch.float64)):
-            return  # a kink or a singular point: the reference's own gradient is off finite differences here
-        _hold(found)
+        judgement.settle(subject, case, found, (UnreliableReference(AGAINST),))
         return
     with reference.blamed_if_it_raises(subject, lambda: leaves_in(subject.args(case), torch.float64)):
         wider = widest_run(fn, ref, args, subject.seed, values["dtype"], values["wider_dtype"])
@@ -196,12 +195,6 @@ def _judge_values(subject, case, values, results, wider) -> None:
         found = widest_mismatches(label, got, wider, values["dtype"], values["tol"], sensitive=True)  # ill-conditioned
         if found:
             raise Violation(found[0])
-
-
-def _hold(found: list) -> None:
-    """A :class:`Violation` with the first of ``found``, if any."""
-    if found:
-        raise Violation(found[0])
 
 
 def _observer(subject, case):

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable, smoothness
+from audit.checks import replayable
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation
-from audit.kit.autograd import grad_inputs
+from audit.checks.judgement import Kink, Stage
 from audit.kit.compare import defined_only
 from audit.kit.noise import measured_noise, noisy_mismatches
 from audit.kit.precision import (largest_input, largest_value, leaves_in, own_error_mismatches, rounded_mismatches,
                                  three_runs, value_range)
 from audit.kit.tensors import floating, outputs_of, widened
-from audit.toolkit.jacobian import wrap
 
 
 def forward(fn, ref, args, *, tol, dtype, own_error=False, wider_dtype=None, ratios=None, observe=None) -> list:
@@ -68,17 +66,16 @@ def not_finite(outputs, args) -> list:
     return []
 
 
-def run(subject, case) -> None:
-    """:func:`forward`; a mismatch at a point where the target jumps (no unique value) is excused."""
-    found = replayable.problems(CHECK, subject, case, observe=replayable.observer(subject, case, "forward (against "
-                                                                                  "the reference)"))
-    if not found:
-        return
-    args = subject.args(case)
-    if replayable.compared_reference(subject, case) is not None and smoothness.excused_anywhere(
-            subject, "forward (against the reference)", case, wrap(subject, args), grad_inputs(args), values=True):
-        return
-    raise Violation(found[0])
+#: How the comparison with the reference is named where it says nothing (a jump, an undefined reference value).
+AGAINST = "forward (against the reference)"
 
 
-CHECK = declared("forward", run=run, replay=forward, replay_helpers=(not_finite, by_own_error))
+def _observer(subject, case):
+    """Counts an example where the reference's value is undefined (:func:`audit.checks.replayable.observer`)."""
+    return replayable.observer(subject, case, AGAINST)
+
+
+#: A mismatch with the reference where the target jumps (no unique value there) is excused.
+CHECK = declared("forward", replay=forward, replay_helpers=(not_finite, by_own_error),
+                 stages=(Stage(observe=_observer, excuses=(Kink(AGAINST, anywhere=True, values=True,
+                                                                with_reference=True),)),))

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation
+from audit.checks.judgement import Kink, Stage, with_proxy, without_proxy
 from audit.kit.autograd import GradcheckError, grad_inputs, tangents, wrapped
 from audit.kit.compare import FORWARD_AD_MISMATCH, Finding, mismatches
 from audit.kit.explain import explain_forward_ad_failure, first_line
 from audit.kit.precision import leaves_in
 from audit.kit.proxy import ProxyError
-from audit.toolkit.jacobian import (differences_meaningful, gradcheck_options, gradcheck_values,
-                                    gradients_through_grad, wrap)
+from audit.toolkit.jacobian import backward_only, differences_in_half, gradcheck_values
 
 def forward_ad(fn, ref, args, *, options, seed=0, tol=None, dtype=None, proxy=None, proxy_name="") -> list:
     """torch's gradcheck with only the forward-mode comparison turned on, with the audit's ``options`` for the
@@ -69,26 +67,11 @@ def jvps_against_proxy(fn, ref, args, *, proxy, seed, tol, dtype, proxy_name="")
             "not the intended one" for line in mismatches("jvp of output", got, want, tol)]
 
 
-def run(subject, case) -> None:
-    """:func:`forward_ad`; a mismatch with finite differences is excused where the target has no derivative; not
-    judged in half precision (:func:`~audit.toolkit.jacobian.differences_meaningful`). With a proxy, against it,
-    nothing excused."""
-    gradients_through_grad(subject, "forward-mode AD")
-    if subject.entry.proxy:
-        replayable.hold(CHECK, subject, case)
-        return
-    differences_meaningful(subject, "the jvp")
-    found = replayable.problems(CHECK, subject, case)
-    if not found:
-        return
-    if getattr(found[0], "family", "") == FORWARD_AD_MISMATCH:
-        args = subject.args(case)
-        inputs = grad_inputs(args)
-        if smoothness.excused(subject, "forward_ad", case, wrap(subject, args), inputs,
-                              gradcheck_options(subject, inputs)["eps"]):
-            return
-    raise Violation(found[0])
-
-
-CHECK = declared("forward_ad", run=run, replay=forward_ad, script_values=gradcheck_values,
-                 replay_helpers=(jvps_against_proxy, jvps_against_reference))
+#: Not judged where .backward() alone gives gradients; with a proxy, against it, nothing excused; otherwise not
+#: judged in half precision, and a mismatch with finite differences excused where the target has no derivative.
+CHECK = declared("forward_ad", replay=forward_ad, script_values=gradcheck_values,
+                 replay_helpers=(jvps_against_proxy, jvps_against_reference),
+                 refusals=(backward_only("forward-mode AD"),),
+                 stages=(Stage(when=with_proxy),
+                         Stage(when=without_proxy, refusals=(differences_in_half("the jvp"),),
+                               excuses=(Kink("forward_ad", families=(FORWARD_AD_MISMATCH,)),))))

@@ -6,9 +6,9 @@ from functools import partial
 
 import torch
 
-from audit.checks import reference, replayable, smoothness
+from audit.checks import judgement, reference, replayable, smoothness
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation
+from audit.checks.judgement import Kink, UnreliableReference
 from audit.kit.refusal import NotApplicable
 from audit.contract import LOW_PRECISION_DTYPES
 from audit.kit.autograd import GradcheckError, differentiable, grad_inputs, grad_outputs, gradients, module_of, wrapped
@@ -17,7 +17,7 @@ from audit.kit.compare import Finding, defined_only, mismatches
 from audit.kit.explain import explain_gradcheck_failure
 from audit.kit.jacobians import DIFFERENCE_COLUMNS, DIFFERENCE_STEPS
 from audit.kit.noise import measured_noise, noisy_mismatches
-from audit.kit.precision import largest_input, leaves_in, own_error_mismatches, three_runs, value_range
+from audit.kit.precision import largest_input, own_error_mismatches, three_runs, value_range
 from audit.kit.proxy import in_mode, proxy_mismatches
 from audit.kit.sparse import sparse_gradient_problems
 from audit.kit.tensors import dense, detached, floating, fresh, outputs_of, wide
@@ -211,9 +211,9 @@ def run(subject, case) -> None:
     has no derivative; the reference's gradient where it is itself off finite differences, or where the target
     has no derivative along the differing columns. An entry with a proxy: :func:`against_proxy`, nothing excused."""
     for stage in (inputs_requiring_grad, sparse_gradients):
-        _hold(replayable.stage(CHECK, stage, subject, case))
+        judgement.settle(subject, case, replayable.stage(CHECK, stage, subject, case))
     if subject.entry.proxy:
-        _hold(replayable.stage(CHECK, against_proxy, subject, case))
+        judgement.settle(subject, case, replayable.stage(CHECK, against_proxy, subject, case))
         return
     if subject.dtype in LOW_PRECISION_DTYPES:
         _half(subject, case)
@@ -222,11 +222,10 @@ def run(subject, case) -> None:
     fn, inputs = wrap(subject, args), grad_inputs(args)
     eps = gradcheck_options(subject, inputs)["eps"]
     found = replayable.stage(CHECK, finite_differences, subject, case)
-    if found and smoothness.excused(subject, "gradcheck", case, fn, inputs, eps):
+    if judgement.settle(subject, case, found, (Kink("gradcheck"),)):
         return
-    _hold(found)
     parameters = parameter_backward if subject.entry.backward_only else parameter_differences
-    _hold(replayable.stage(CHECK, parameters, subject, case))
+    judgement.settle(subject, case, replayable.stage(CHECK, parameters, subject, case))
     if replayable.values(CHECK, subject, case)["own_error"]:
         _by_own_error(subject, case)
         return
@@ -239,7 +238,7 @@ def run(subject, case) -> None:
     if found:  # last, the reference's own sensitivity at an ill-conditioned point
         with reference.blamed_if_it_raises(subject, lambda: subject.args(case)):
             found = replayable.stage(CHECK, partial(against_reference, sensitive=True), subject, case)
-    _hold(found)
+    judgement.settle(subject, case, found)
 
 
 def _half(subject, case) -> None:
@@ -255,15 +254,7 @@ def _by_own_error(subject, case) -> None:
     (a kink or a singular point: there is no true gradient to judge by)."""
     with reference.blamed_if_it_raises(subject, lambda: subject.args(case)):
         found = replayable.stage(CHECK, against_own_error, subject, case)
-    if found and reference.unreliable(subject, case, AGAINST, leaves_in(subject.args(case), torch.float64)):
-        return
-    _hold(found)
-
-
-def _hold(found: list) -> None:
-    """A :class:`Violation` with the first of ``found``, if any."""
-    if found:
-        raise Violation(found[0])
+    judgement.settle(subject, case, found, (UnreliableReference(AGAINST),))
 
 
 def _reference_excused(subject, case, fn, inputs, eps: float) -> bool:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable, smoothness
+from audit.checks import smoothness
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation
+from audit.checks.judgement import Kink, Stage, at_target, with_proxy, without_proxy
 from audit.kit.autograd import (GradcheckError, NO_GRADIENT_OUTPUT, differentiable, grad_inputs, grad_outputs, vjp,
                                 wrapped)
 from audit.kit.compare import mismatch
 from audit.kit.explain import explain_gradgradcheck_failure, first_line
 from audit.kit.proxy import ProxyError, second_order
 from audit.kit.tensors import outputs_of
-from audit.toolkit.jacobian import (differences_meaningful, gradcheck_options, gradcheck_values,
-                                    gradients_through_grad, wrap)
+from audit.toolkit.jacobian import backward_only, differences_in_half, gradcheck_values
 
 
 def gradgradcheck(fn, ref, args, *, seed, options, tol=None, proxy=None, proxy_name="") -> list:
@@ -105,29 +104,21 @@ def second_differences(fn, ref, args, *, options, seed=0) -> list:
     return []
 
 
-def run(subject, case) -> None:
-    """:func:`differentiable_backward`, then :func:`second_differences`, whose failure is excused where the
-    backward has no derivative (with a proxy: :func:`second_against_proxy`, nothing excused)."""
-    gradients_through_grad(subject, "a gradient of the gradient")
-    found = replayable.stage(CHECK, differentiable_backward, subject, case)
-    if found:
-        raise Violation(found[0])
-    if subject.entry.proxy:
-        found = replayable.stage(CHECK, second_against_proxy, subject, case)
-        if found:
-            raise Violation(found[0])
-        return
-    differences_meaningful(subject, "the second derivative")
-    found = replayable.stage(CHECK, second_differences, subject, case)
-    if not found:
-        return
-    args = subject.args(case)
-    inputs = grad_inputs(args)
-    if smoothness.excused(subject, "gradgradcheck", case, smoothness.backward_of(wrap(subject, args), subject.seed),
-                          inputs, gradcheck_options(subject, inputs)["eps"]):
-        return
-    raise Violation(found[0])
+def backward_at(subject, case):
+    """The backward (the gradients of <target, cotangents drawn from the cell's seed>) as a differentiable function
+    of the inputs, and those inputs: where it has no derivative, the target has no second one."""
+    fn, inputs = at_target(subject, case)
+    return smoothness.backward_of(fn, subject.seed), inputs
 
 
-CHECK = declared("gradgradcheck", run=run, replay=gradgradcheck, script_values=gradcheck_values,
-                 replay_helpers=(_reaches, differentiable_backward, second_differences, second_against_proxy))
+#: Not judged where .backward() alone gives gradients; the backward differentiable first; then with a proxy, its
+#: second derivative, nothing excused; otherwise, not in half precision, finite differences of the backward,
+#: excused where the backward has no derivative.
+CHECK = declared("gradgradcheck", replay=gradgradcheck, script_values=gradcheck_values,
+                 replay_helpers=(_reaches, differentiable_backward, second_differences, second_against_proxy),
+                 refusals=(backward_only("a gradient of the gradient"),),
+                 stages=(Stage(differentiable_backward),
+                         Stage(second_against_proxy, when=with_proxy),
+                         Stage(second_differences, when=without_proxy,
+                               refusals=(differences_in_half("the second derivative"),),
+                               excuses=(Kink("gradgradcheck", at=backward_at),))))

@@ -51,9 +51,13 @@ class Check:
     """One column of the matrix.
 
     ``run(subject, case)`` raises :class:`Violation` when the property fails on ``case``; without one (the usual
-    case) the property ``replay`` is held: its first finding fails the case (:meth:`examine`). A ``run`` is
-    written only where a failure may be excused (a point without a derivative, an unreliable reference, a known torch
-    bug), and it decides by a finding's family, never by its wording.
+    case) the declaration is judged (:meth:`examine`, :mod:`audit.checks.judgement`): ``refusals`` (each
+    ``(subject, case) -> reason``, "" to go on) make the case a skip before anything runs, then each of ``stages``
+    (:class:`audit.checks.judgement.Stage`: a property, when it runs, the excuses of its finding) runs in turn; with
+    no stages the property ``replay`` is held, ``observe(subject, case)`` giving its ``observe``, and its first
+    finding fails the case. A ``run`` is written only for work of the check's own once per cell (a compiled or
+    exported program, rank processes) or stages that retry; it settles findings with
+    :func:`audit.checks.judgement.settle`, by a finding's family, never by its wording.
     ``claimed(entry)`` says whether the property is claimed (or always required); an unclaimed
     property is still run and recorded as ``unsupported`` or ``xpass``. ``applies(entry)`` False
     means the check has nothing to say about the entry, and there is no cell. ``dtype_claimed``
@@ -117,13 +121,16 @@ class Check:
     fixes: tuple[tuple[str, str], ...] = ()
     short: str = ""
     repro_settings: tuple[str, ...] = ()
+    refusals: tuple[Callable, ...] = ()
+    stages: tuple = ()
+    observe: Callable | None = None
 
     def examine(self, subject, case) -> None:
-        """Raise :class:`Violation` when the property fails on ``case``: ``run``, or without one ``replay`` held
-        (:func:`audit.checks.replayable.hold`)."""
+        """Raise :class:`Violation` when the property fails on ``case``: ``run``, or without one the declaration
+        judged (:func:`audit.checks.judgement.judge`: ``refusals``, then ``stages``, each with its excuses)."""
         if self.run is not None:
             self.run(subject, case)
             return
-        from audit.checks import replayable  # imports torch: the check table is read without it
+        from audit.checks import judgement  # imports torch: the check table is read without it
 
-        replayable.hold(self, subject, case)
+        judgement.judge(self, subject, case)

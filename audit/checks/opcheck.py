@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 
 
@@ -53,18 +52,18 @@ def opcheck_hint(name: str) -> str:
     }.get(name, "see opcheck")
 
 
-def run(subject, case) -> None:
-    """:func:`opcheck`, each utility's pass or fail recorded in ``metrics.utils``."""
+def recorded(subject, case):
+    """An ``observe`` for :func:`opcheck` that records each utility's pass or fail in ``metrics.utils``."""
     def observe(results):
         subject.metrics["utils"] = {name: "pass" if result == "SUCCESS" else "fail"
                                     for name, result in sorted(results.items())}
 
-    replayable.hold(CHECK, subject, case, observe=observe)
+    return observe
 
 
 CHECK = declared(
     "opcheck",
-    run=run,
+    observe=recorded,
     replay=opcheck,
     replay_helpers=(opcheck_line, opcheck_hint),
     script_values=lambda subject, case: {"noncontiguous": subject.entry.supports.noncontiguous},

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import MIN_BATCH, declared
 from audit.checks.interface import tolerance_values
 from audit.kit.refusal import NotApplicable
@@ -88,15 +87,19 @@ def gradients_by_position(args, outputs, cotangents, params: dict) -> dict:
     return dict(zip(inputs, vjp([o for o, _ in live], list(inputs.values()), [c for _, c in live])))
 
 
-def run(subject, case) -> None:
-    """:func:`shared_grad`, for a deterministic entry at a batch size of 2 and up, whose outputs have a batch axis."""
-    entry, size = subject.entry, dict(case.dims)[subject.entry.batch]
-    if not entry.supports.deterministic:
-        raise NotApplicable("a stochastic entry (supports.deterministic: false) draws other noise for one sample "
-                            "than for the whole batch: samples cannot be compared one by one")
-    if size < MIN_BATCH:
-        raise NotApplicable(f"the batch dim {entry.batch} ranges below {MIN_BATCH}: one sample shows nothing")
-    replayable.hold(CHECK, subject, case)
+def stochastic(subject, case) -> str:
+    """Why a stochastic entry's samples cannot be compared one by one."""
+    if not subject.entry.supports.deterministic:
+        return ("a stochastic entry (supports.deterministic: false) draws other noise for one sample than for the "
+                "whole batch: samples cannot be compared one by one")
+    return ""
+
+
+def one_sample(subject, case) -> str:
+    """Why a batch of one shows nothing."""
+    if dict(case.dims)[subject.entry.batch] < MIN_BATCH:
+        return f"the batch dim {subject.entry.batch} ranges below {MIN_BATCH}: one sample shows nothing"
+    return ""
 
 
 def _values(subject, case) -> dict:
@@ -104,5 +107,5 @@ def _values(subject, case) -> dict:
     return {**tolerance_values(subject, case), "batch": subject.entry.batch}
 
 
-CHECK = declared("shared_grad", run=run, replay=shared_grad, script_values=_values,
+CHECK = declared("shared_grad", refusals=(stochastic, one_sample), replay=shared_grad, script_values=_values,
                  replay_helpers=(floating_outputs, sample_of, sample_axis, gradients_by_position))

@@ -12,7 +12,6 @@ import resource
 
 import torch
 
-from audit.checks import replayable
 from audit.checks.catalog import declared
 from audit.kit.models import built_model, model_batch, nonfinite, nonfinite_origin, parameter_grads, sgd, training_step
 
@@ -57,19 +56,20 @@ def train_step(fn, ref, args, *, dtype, device, plan, observe=None) -> list:
     return []
 
 
-def run(subject, case) -> None:
-    """:func:`train_step`, recording the losses, gradient norms, mean step time and the worker's peak memory."""
+def recorded(subject, case):
+    """An ``observe`` for :func:`train_step` that records the losses, gradient norms, mean step time and the
+    worker's peak memory."""
     def observe(losses, norms, seconds):
         subject.metrics.update({"losses": [float(f"{x:.6g}") for x in losses],
                                 "grad_norms": [float(f"{x:.6g}") for x in norms],
                                 "step_seconds": round(sum(seconds) / len(seconds), 4),
                                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)})
 
-    replayable.hold(CHECK, subject, case, observe=observe)
+    return observe
 
 
 CHECK = declared(
     "train_step",
-    run=run,
+    observe=recorded,
     model_replay=train_step,
 )

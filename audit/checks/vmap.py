@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable, smoothness
 from audit.checks.catalog import declared
-from audit.checks.interface import Violation, tolerance_values
+from audit.checks.interface import tolerance_values
+from audit.checks.judgement import Kink, KnownBug, Stage, an_op
 from audit.kit.autograd import grad_outputs, vjp
 from audit.kit.compare import (JACFWD_ALL_ZERO, JACFWD_VS_DIFFERENCES, JACREV_VS_DIFFERENCES, REFUSED_INSIDE, Finding,
                                mismatch)
@@ -17,8 +17,7 @@ from audit.kit.noise import NOISE_FACTOR, measured_noise, noisy_mismatches
 from audit.kit.proxy import bypass_hint
 from audit.kit.tensors import detached, floating, outputs_of
 from audit.kit.tolerance import Tolerance
-from audit.registry.model import EntryKind
-from audit.toolkit.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP, TorchBugHit
+from audit.toolkit.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP
 
 #: Samples in the batch; each is the drawn case with its batched tensors' values reordered.
 BATCH = 3
@@ -234,28 +233,19 @@ def transformed(label: str, kind: str, thunk):
         raise
 
 
-def run(subject, case) -> None:
-    """:func:`vmap`; for an op, torch.func's known bugs are PyTorch's (a skip); a Jacobian that differs from finite
-    differences at a point where the target has no derivative (a kink, a jump) is excused. Decided by the finding's
-    family (:class:`~audit.kit.compare.Finding`), never by its wording."""
-    found = replayable.problems(CHECK, subject, case)
-    if not found:
-        return
-    family = getattr(found[0], "family", "")
-    if subject.entry.kind == EntryKind.OP and family == REFUSED_INSIDE:
-        raise TorchBugHit(CUSTOM_OP_FUNCTORCH, "torch.func could not check the op")
-    if subject.entry.kind == EntryKind.OP and family == JACFWD_ALL_ZERO:
-        raise TorchBugHit(CUSTOM_OP_ZERO_JVP, "jacfwd gave an all-zero Jacobian")
-    if family in (JACREV_VS_DIFFERENCES, JACFWD_VS_DIFFERENCES):
-        f, inputs, _ = jacobian_target(subject.fn, sample_of(subject.args(case), 0, case.in_dims))
-        if smoothness.excused_anywhere(subject, f"vmap ({family})", case, f, inputs):
-            return
-    raise Violation(found[0])
+def sample_at(subject, case):
+    """The target as jacrev and jacfwd differentiate it on the case's first sample (:func:`jacobian_target`)."""
+    return jacobian_target(subject.fn, sample_of(subject.args(case), 0, case.in_dims))
 
 
+#: For an op, torch.func's known bugs are PyTorch's (a skip); a Jacobian that differs from finite differences at a
+#: point where the target has no derivative (a kink, a jump) is excused.
 CHECK = declared(
     "vmap",
-    run=run,
+    stages=(Stage(excuses=(KnownBug(CUSTOM_OP_FUNCTORCH, (REFUSED_INSIDE,), "torch.func could not check the op", an_op),
+                           KnownBug(CUSTOM_OP_ZERO_JVP, (JACFWD_ALL_ZERO,), "jacfwd gave an all-zero Jacobian", an_op),
+                           Kink("vmap ({family})", families=(JACREV_VS_DIFFERENCES, JACFWD_VS_DIFFERENCES),
+                                at=sample_at, anywhere=True))),),
     replay=vmap,
     replay_helpers=(sample_of, stacked_samples, vmap_outputs, no_grad_outputs, vmap_vjps, loop_vjp, jacobian_target,
                     jacobians, transformed),

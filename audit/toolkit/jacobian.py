@@ -9,7 +9,6 @@ import torch
 from audit.contract import LOW_PRECISION_DTYPES, real_counterpart
 from audit.kit.autograd import grad_inputs, wrapped
 from audit.kit.tolerance import Tolerance
-from audit.kit.refusal import NotApplicable
 
 #: Above this many input elements, slow gradcheck (O(n^2) time and memory) gives way to fast mode.
 SLOW_MODE_LIMIT = 1024
@@ -43,23 +42,32 @@ def gradcheck_options(subject, inputs) -> dict:
     return options
 
 
-def differences_meaningful(subject, what: str) -> None:
-    """A :class:`NotApplicable` in a float16 or bfloat16 cell for a check that judges ``what`` by finite
-    differences: a step below one ulp changes nothing, so they are rounding noise there, and the target is never
-    run in a dtype it does not claim."""
-    if subject.dtype in LOW_PRECISION_DTYPES:
-        raise NotApplicable(f"{what} is judged by finite differences, and in {subject.dtype} they are rounding noise "
-                            "(a step below one ulp changes nothing); the target is never run in a dtype it does not "
-                            "claim: claim float32 or float64 to check it")
+def differences_in_half(what: str):
+    """A refusal (:mod:`audit.checks.judgement`) of a float16 or bfloat16 cell for a check that judges ``what`` by
+    finite differences: a step below one ulp changes nothing, so they are rounding noise there, and the target is
+    never run in a dtype it does not claim."""
+    def refusal(subject, case) -> str:
+        if subject.dtype not in LOW_PRECISION_DTYPES:
+            return ""
+        return (f"{what} is judged by finite differences, and in {subject.dtype} they are rounding noise (a step "
+                "below one ulp changes nothing); the target is never run in a dtype it does not claim: claim float32 "
+                "or float64 to check it")
+
+    return refusal
 
 
-def gradients_through_grad(subject, what: str) -> None:
-    """A :class:`NotApplicable` for an entry whose gradients only .backward() takes (``backward_only``: it refuses
-    torch.autograd.grad) in a check that needs ``what``, which the audit's .backward() adapter cannot give (it
-    returns ``.grad`` values, not a graph to differentiate again, and has no forward-mode formula)."""
-    if subject.entry.backward_only:
-        raise NotApplicable(f"the entry's gradients are taken through .backward() (backward_only: it refuses "
-                            f"torch.autograd.grad), and {what} cannot be taken that way: not judged")
+def backward_only(what: str):
+    """A refusal (:mod:`audit.checks.judgement`) of an entry whose gradients only .backward() takes
+    (``backward_only``: it refuses torch.autograd.grad) in a check that needs ``what``, which the audit's
+    .backward() adapter cannot give (it returns ``.grad`` values, not a graph to differentiate again, and has no
+    forward-mode formula)."""
+    def refusal(subject, case) -> str:
+        if not subject.entry.backward_only:
+            return ""
+        return (f"the entry's gradients are taken through .backward() (backward_only: it refuses "
+                f"torch.autograd.grad), and {what} cannot be taken that way: not judged")
+
+    return refusal
 
 
 def gradcheck_values(subject, case) -> dict:
