@@ -6,7 +6,7 @@
         audit(Cube, inputs=[{"shape": ["N"]}], dims={"N": [1, 5]}, supports={"vmap": True}).assert_ok()
 
 The keyword arguments are an entry of ``registry.yaml`` (validated the same way, errors raise
-:class:`~audit.errors.RegistryError`), except that ``target`` and ``reference`` may be the objects
+:class:`~audit.core.errors.RegistryError`), except that ``target`` and ``reference`` may be the objects
 themselves. Cells run in this process (no worker), on the same seeds: a failure replays by calling
 again, and its message carries the shrunk case.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from audit.contract import Status
+from audit.core.contract import Status
 from audit.registry.model import EntryKind
 from audit.runtime.settings import API, declared, settable, settle
 

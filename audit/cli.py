@@ -8,8 +8,8 @@ from typing import ClassVar
 import click
 
 from audit import __version__
-from audit.contract import Exit
-from audit.errors import AuditError, RegistryError
+from audit.core.contract import Exit
+from audit.core.errors import AuditError, RegistryError
 from audit.runtime.settings import Settings, declared
 
 
@@ -73,7 +73,7 @@ def setting_options(cls: type = Settings):
 
 
 def _cli_help() -> str:
-    from audit.config import KEYS
+    from audit.app.config import KEYS
 
     return f"""Prove custom autograd code in PyTorch is correct.
 
@@ -88,7 +88,7 @@ def _cli_help() -> str:
 def cli(ctx) -> None:
     from pathlib import Path
 
-    from audit.config import default_map
+    from audit.app.config import default_map
 
     try:
         found = default_map(Path.cwd())
@@ -300,8 +300,8 @@ def _exit(command) -> None:
 
 
 def _crashed(exc: Exception) -> int:
-    from audit.crash import write_log
-    from audit.errors import first_line
+    from audit.app.crash import write_log
+    from audit.core.errors import first_line
 
     log = write_log(exc)
     where = f"; the traceback and the environment are in {log}" if log else ""

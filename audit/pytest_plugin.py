@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.contract import Status
+from audit.core.contract import Status
 from audit.runtime.settings import PLUGIN, declared, settable, settle
 
 _RESULTS = pytest.StashKey[dict]()
@@ -70,7 +70,7 @@ class RegistryFile(pytest.File):
 
     def collect(self):
         from audit.commands.select import check_table
-        from audit.errors import AuditError, RegistryError
+        from audit.core.errors import AuditError, RegistryError
         from audit.registry.load import load_registry
 
         try:

@@ -105,7 +105,7 @@ def scale(work: Path) -> dict:
     big.write_text(yaml.safe_dump({"version": 1, "defaults": {"owner": "@bench"}, "entries": entries}))
     validate = statistics.median(timed(AUDIT + ["validate", str(big)]) for _ in range(ROUNDS + 1))
     listing = statistics.median(timed(AUDIT + ["list", "--registry", str(big)]) for _ in range(ROUNDS))
-    from audit.shard import split
+    from audit.app.shard import split
 
     start = time.perf_counter()
     split([f"e{i}" for i in range(1000)], 8, {f"e{i}": float(i % 17) for i in range(1000)})

@@ -37,7 +37,7 @@ def measure() -> dict:
     """CPU seconds of gradcheck's cells with and without special points (medians), their examples, and of every
     check's cells (with them)."""
     from audit.checks import builtin
-    from audit.registry import load_registry
+    from audit.registry.load import load_registry
     from audit.runtime.options import RunOptions
     from audit.runtime.target import resolve
 

@@ -11,8 +11,8 @@ A generated section sits in a hand-written page between two markers:
 
 Sources: the check table from the catalog's declarations (audit.checks.declarations(): contract and claim of
 each check, without importing torch), the registry keys from the JSON Schema (audit/schema/registry.schema.json),
-the profiles from audit.profiles through audit.runtime.settings.settle, the pyproject.toml settings from
-audit.config (derived from the settings' declarations, audit.runtime.settings), the command reference from click
+the profiles from audit.app.profiles through audit.runtime.settings.settle, the pyproject.toml settings from
+audit.app.config (derived from the settings' declarations, audit.runtime.settings), the command reference from click
 (audit.cli.cli).
 """
 
@@ -31,10 +31,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from audit.checks import declarations  # noqa: E402  (after the path: runs from a checkout without install)
-from audit.checks.interface import OPERATOR_KINDS  # noqa: E402
+from audit.checking.interface import OPERATOR_KINDS  # noqa: E402
 from audit.cli import cli  # noqa: E402
-from audit.config import KEYS  # noqa: E402
-from audit.profiles import BUILTIN, DEFAULT  # noqa: E402
+from audit.app.config import KEYS  # noqa: E402
+from audit.app.profiles import BUILTIN, DEFAULT  # noqa: E402
 from audit.registry.schema import schema_path  # noqa: E402
 from audit.runtime.settings import PROFILE, settable, settle  # noqa: E402
 
@@ -135,7 +135,7 @@ def _yaml(value) -> str:
 
 
 def profiles() -> str:
-    """The built-in profiles and the defaults (audit.profiles): every setting a profile may set, as it settles."""
+    """The built-in profiles and the defaults (audit.app.profiles): every setting a profile may set, as it settles."""
     names = settable(PROFILE)
     rows = [(f"`{profile.name}`", *(_yaml(getattr(settle(profile=dict(profile.values)), name)) for name in names))
             for profile in (*BUILTIN.values(), DEFAULT)]
@@ -144,7 +144,7 @@ def profiles() -> str:
 
 
 def settings() -> str:
-    """The keys of [tool.autograd-audit] in pyproject.toml (audit.config.KEYS)."""
+    """The keys of [tool.autograd-audit] in pyproject.toml (audit.app.config.KEYS)."""
     rows = [(f"`{key}`", ", ".join(f"`audit {command}`" for command in commands), "yes" if is_path else "")
             for key, (commands, is_path) in KEYS.items()]
     return _table(("key", "sets the option of", "a path, relative to pyproject.toml"), rows)
@@ -164,9 +164,15 @@ def commands() -> str:
     return "\n\n".join(parts)
 
 
+def columns() -> str:
+    """The matrix's columns: every built-in check name, in the catalog's order."""
+    return ", ".join(f"`{name}`" for name in declarations()) + "."
+
+
 #: page -> the generated sections it holds, each rendered by one function above.
 PAGES = {
     "docs/checks.md": {"checks": checks},
+    "docs/contract.md": {"columns": columns},
     "docs/registry.md": {"registry-keys": registry_keys, "profiles": profiles},
     "docs/commands.md": {"commands": commands, "settings": settings},
 }

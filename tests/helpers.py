@@ -9,7 +9,7 @@ import yaml
 
 from audit.checks import builtin
 from audit.engine.cell import run_cell
-from audit.registry import load_registry
+from audit.registry.load import load_registry
 from audit.results.outcome import CellKey
 from audit.runtime.options import RunOptions
 from audit.runtime.target import resolve

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.contract import Status
+from audit.core.contract import Status
 from audit.registry.model import Entry, Expectation
 from audit.results.cells import judge
 from audit.results.outcome import ERRORED, HELD, SKIPPED, VIOLATED, CellKey, Outcome

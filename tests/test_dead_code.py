@@ -91,7 +91,7 @@ def dead(package: Path = ROOT / "audit") -> list[str]:
 
 def _imported(tree: ast.AST) -> set[str]:
     """The dotted names of the modules ``tree`` imports (``from audit.checks import reference``: both
-    ``audit.checks`` and ``audit.checks.reference``), and string constants that are dotted names."""
+    ``audit.checks`` and ``audit.checking.reference``), and string constants that are dotted names."""
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -105,11 +105,11 @@ def _imported(tree: ast.AST) -> set[str]:
 
 def unimported(package: Path = ROOT / "audit") -> list[str]:
     """Each module under ``package`` that no code imports (a built-in check's module is imported by its name,
-    :data:`audit.contract.CHECK_NAMES`; ``__main__`` by ``python -m``)."""
-    from audit.contract import CHECK_NAMES
+    :data:`audit.checking.catalog.CATALOG`; ``__main__`` by ``python -m``)."""
+    from audit.checking.catalog import CATALOG
 
     imported = set().union(*(_imported(ast.parse(path.read_text())) for path in _files()))
-    imported |= {f"audit.checks.{name}" for name in CHECK_NAMES}
+    imported |= {f"audit.checks.{name}" for name in CATALOG}
     modules = [path for path in package.rglob("*.py") if path.stem not in ("__init__", "__main__")]
     names = {path: ".".join(path.relative_to(ROOT).with_suffix("").parts) for path in modules}
     return sorted(str(path.relative_to(ROOT)) for path, name in names.items() if name not in imported)

@@ -81,7 +81,7 @@ def test_python_api_takes_an_op_and_validates_like_the_registry():
 
     result = audit(scale, inputs=[{"shape": ["B"]}], dims={"B": [1, 3]}, checks=["opcheck"], examples=3)
     assert result.name == "audit_transforms.scale" and result.ok
-    from audit.errors import RegistryError
+    from audit.core.errors import RegistryError
 
     with pytest.raises(RegistryError, match="domain"):
         audit(Cube, inputs=[{"shape": ["N"], "domain": [2, 1]}], dims=VECTOR["dims"], checks=["forward"])

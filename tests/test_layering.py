@@ -14,20 +14,25 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "audit"
 
-#: Bottom first. A name is a module (``audit.contract``) or a package (``audit.registry`` and what is under it).
+#: Bottom first. A name is a module (``audit.registry.model``) or a package (``audit.registry`` and what is under
+#: it); a module lies in the layer of its longest listed prefix. The entry model sits below the check declarations
+#: (they read entries), and the declarations below the rest of the registry (which validates check names against
+#: them); the checking machinery (:mod:`audit.checking`: judgement, replayable, reference...) sits above the results.
 LAYERS = (
-    ("audit", "audit.contract", "audit.errors", "audit.frames", "audit.io", "audit.kit", "audit.replays"),
+    ("audit", "audit.core", "audit.kit"),
+    ("audit.registry.model",),
+    ("audit.checking.interface", "audit.checking.catalog"),
     ("audit.registry",),
     ("audit.inputs",),
     ("audit.toolkit",),
     ("audit.runtime",),
     ("audit.results",),
+    ("audit.checking",),
     ("audit.checks",),
     ("audit.engine",),
     ("audit.mutate",),
     ("audit.reporters", "audit.scan"),
-    ("audit.publish", "audit.shard", "audit.progress", "audit.config", "audit.profiles", "audit.console",
-     "audit.outlock", "audit.crash"),
+    ("audit.app",),
     ("audit.commands",),
     ("audit.cli", "audit.api", "audit.pytest_plugin", "audit.__main__"),
 )

@@ -1,7 +1,7 @@
 """The checks: a named, ordered table (the matrix's column order), plus a repository's own.
 
-Each built-in check is declared in :mod:`audit.checks.catalog` (contract, claims, dtypes) and coded in its
-module; see :class:`audit.checks.interface.Check`. Importing a check module imports torch;
+Each built-in check is declared in :mod:`audit.checking.catalog` (contract, claims, dtypes) and coded in its
+module; see :class:`audit.checking.interface.Check`. Importing a check module imports torch;
 :func:`builtin_names` and :func:`declarations` do not.
 """
 
@@ -11,10 +11,10 @@ import importlib
 import importlib.util
 from pathlib import Path
 
-from audit.checks.catalog import CATALOG
-from audit.checks.interface import Check
+from audit.checking.catalog import CATALOG
+from audit.checking.interface import Check
 
-#: Built-in checks in matrix order: the contract's CHECK_NAMES (the catalog is ordered by it).
+#: Built-in checks in matrix order: the catalog's (each module is named after its check).
 BUILTIN_MODULES = tuple(CATALOG)
 
 

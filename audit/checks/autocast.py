@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.catalog import declared
-from audit.contract import COMPLEX_DTYPES
+from audit.checking.catalog import declared
+from audit.core.contract import COMPLEX_DTYPES
 from audit.kit.autograd import grad_inputs, gradients
 from audit.kit.compare import mismatches
 from audit.kit.tolerance import Tolerance

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import judgement, reference, replayable, smoothness
-from audit.checks.catalog import declared
-from audit.checks.judgement import UnreliableReference
-from audit.checks.interface import Violation
+from audit.checking import judgement, reference, replayable, smoothness
+from audit.checking.catalog import declared
+from audit.checking.judgement import UnreliableReference
+from audit.checking.interface import Violation
 from audit.kit.refusal import NotApplicable
 from audit.kit.autograd import NO_GRADIENT_OUTPUT, call_vjp, grad_inputs, wrapped
 from audit.kit.calls import once

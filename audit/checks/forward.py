@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks import replayable
-from audit.checks.catalog import declared
-from audit.checks.judgement import Kink, Stage
+from audit.checking import replayable
+from audit.checking.catalog import declared
+from audit.checking.judgement import Kink, Stage
 from audit.kit.compare import defined_only
 from audit.kit.noise import measured_noise, noisy_mismatches
 from audit.kit.precision import (largest_input, largest_value, leaves_in, own_error_mismatches, rounded_mismatches,
@@ -71,7 +71,7 @@ AGAINST = "forward (against the reference)"
 
 
 def _observer(subject, case):
-    """Counts an example where the reference's value is undefined (:func:`audit.checks.replayable.observer`)."""
+    """Counts an example where the reference's value is undefined (:func:`audit.checking.replayable.observer`)."""
     return replayable.observer(subject, case, AGAINST)
 
 

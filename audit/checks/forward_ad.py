@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.catalog import declared
-from audit.checks.judgement import Kink, Stage, with_proxy, without_proxy
+from audit.checking.catalog import declared
+from audit.checking.judgement import Kink, Stage, with_proxy, without_proxy
 from audit.kit.autograd import GradcheckError, grad_inputs, tangents, wrapped
 from audit.kit.compare import FORWARD_AD_MISMATCH, Finding, mismatches
 from audit.kit.explain import explain_forward_ad_failure, first_line

@@ -6,11 +6,11 @@ from functools import partial
 
 import torch
 
-from audit.checks import judgement, reference, replayable, smoothness
-from audit.checks.catalog import declared
-from audit.checks.judgement import Kink, UnreliableReference
+from audit.checking import judgement, reference, replayable, smoothness
+from audit.checking.catalog import declared
+from audit.checking.judgement import Kink, UnreliableReference
 from audit.kit.refusal import NotApplicable
-from audit.contract import LOW_PRECISION_DTYPES
+from audit.core.contract import LOW_PRECISION_DTYPES
 from audit.kit.autograd import GradcheckError, differentiable, grad_inputs, grad_outputs, gradients, module_of, wrapped
 from audit.kit.calls import guarded
 from audit.kit.compare import Finding, defined_only, mismatches

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checks.catalog import declared
+from audit.checking.catalog import declared
 
 
 def opcheck(fn, ref, args, *, target, noncontiguous, observe=None) -> list:

@@ -22,10 +22,10 @@ import math
 
 import torch
 
-from audit.checks.catalog import STATISTICS_DRAWS, STATISTICS_EXAMPLES, declared
-from audit.checks.interface import tolerance_values
+from audit.checking.catalog import STATISTICS_DRAWS, STATISTICS_EXAMPLES, declared
+from audit.checking.interface import tolerance_values
 from audit.kit.autograd import vjp
-from audit.contract import COMPLEX_DTYPES
+from audit.core.contract import COMPLEX_DTYPES
 
 #: The false-alarm probability of one cell (a correct target failing).
 ALPHA = 1e-3

@@ -12,7 +12,7 @@ import resource
 
 import torch
 
-from audit.checks.catalog import declared
+from audit.checking.catalog import declared
 from audit.kit.models import built_model, model_batch, nonfinite, nonfinite_origin, parameter_grads, sgd, training_step
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from audit.contract import Exit
-from audit.io import json_text, write_atomic
+from audit.core.contract import Exit
+from audit.core.io import json_text, write_atomic
 from audit.reporters.changes import render_markdown, render_text
 from audit.results.changes import diff
 from audit.results.matrix import read_matrix

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from audit.contract import Exit
-from audit.errors import UsageError
-from audit.io import write_atomic
+from audit.core.contract import Exit
+from audit.core.errors import UsageError
+from audit.core.io import write_atomic
 
 #: Where ``audit init`` puts a copy of the schema, relative to the registry: the modeline then works on
 #: every clone (yaml-language-server resolves a relative $schema against the YAML file).
@@ -28,7 +28,7 @@ entries: []
 CHECKS_README = """\
 # Local checks
 
-A module here that defines `CHECK = audit.checks.interface.Check(...)` adds a matrix column for the
+A module here that defines `CHECK = audit.checking.interface.Check(...)` adds a matrix column for the
 registry entries that list its name under `checks:`.
 """
 

@@ -9,7 +9,7 @@ import click
 
 from audit.checks import declarations
 from audit.commands.select import check_table, select_entries
-from audit.contract import Exit
+from audit.core.contract import Exit
 from audit.engine.plan import claimed_in, entry_devices, planned_checks
 from audit.registry.load import load_registry
 from audit.registry.model import Entry

@@ -6,12 +6,12 @@ import dataclasses
 import shutil
 from pathlib import Path
 
-from audit import outlock
-from audit import publish
-from audit.contract import Exit
-from audit.replays import cell_scripts, script_command
+from audit.app import outlock
+from audit.app import publish
+from audit.core.contract import Exit
+from audit.core.replays import cell_scripts, script_command
 from audit.results.matrix import Matrix, MatrixEntry, read_matrix
-from audit.shard import merge
+from audit.app.shard import merge
 
 
 def merge_command(shards, out: str, strict: bool, output_format: str = "text") -> int:

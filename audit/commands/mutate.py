@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
-from audit import shard as shard_mod
+from audit.app import shard as shard_mod
 from audit.commands.select import checks_dir, run_table, select_checks, select_entries
-from audit.contract import Exit
-from audit.errors import UsageError
-from audit.io import write_atomic
+from audit.core.contract import Exit
+from audit.core.errors import UsageError
+from audit.core.io import write_atomic
 from audit.registry.load import load_registry
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from audit import publish
-from audit.console import color
-from audit.contract import Exit
-from audit.io import write_atomic
+from audit.app import publish
+from audit.app.console import color
+from audit.core.contract import Exit
+from audit.core.io import write_atomic
 from audit.results.matrix import read_matrix
 
 

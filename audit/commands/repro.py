@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from audit.commands.select import check_table
-from audit.contract import Exit
-from audit.errors import UsageError
+from audit.core.contract import Exit
+from audit.core.errors import UsageError
 from audit.registry.load import load_registry
 from audit.results.cells import Cell
 from audit.results.matrix import Matrix
@@ -84,11 +84,12 @@ def _nth_case(cell: Cell, failure: int) -> dict[str, Any]:
 
 
 def _search(check, subject, examples: int):
+    from audit.checking import judgement
     from audit.engine.explore import explore
     from audit.inputs.special import special_for
     from audit.inputs.strategies import for_check
 
-    found = explore(lambda case: check.examine(subject, case), for_check(subject.entry, check),
+    found = explore(lambda case: judgement.examine(check, subject, case), for_check(subject.entry, check),
                     examples=examples, seed_value=subject.seed, special=special_for(subject.entry, check))
     return None if found.held else found.case
 

@@ -9,17 +9,17 @@ from typing import Any
 
 import click
 
-from audit import profiles
-from audit import shard as shard_mod
-from audit import outlock
-from audit import publish
+from audit.app import profiles
+from audit.app import shard as shard_mod
+from audit.app import outlock
+from audit.app import publish
 from audit.commands.select import checks_dir, resources_selected, run_table, select_checks, select_entries
-from audit.contract import Exit, Status
-from audit.errors import UsageError
-from audit.io import write_atomic
-from audit.publish import drop_stale_scripts, show
+from audit.core.contract import Exit, Status
+from audit.core.errors import UsageError
+from audit.core.io import write_atomic
+from audit.app.publish import drop_stale_scripts, show
 from audit.registry.load import load_registry
-from audit.replays import script_name
+from audit.core.replays import script_name
 from audit.results.matrix import Matrix, build, read_matrix
 from audit.runtime.settings import Settings, settle
 
@@ -72,7 +72,7 @@ def _computed(loaded, entries, settings: Settings, options):
     """The engine's result for ``entries`` (None when there are none)."""
     from audit.engine.pool import prestart
     from audit.engine.runner import audit_entries
-    from audit.progress import progress as make_progress
+    from audit.app.progress import progress as make_progress
 
     # Workers import torch while this process plans: the two overlap. With the cache on, most runs need no
     # worker at all, so none is started ahead. The first starts the per-worker resources (the distributed

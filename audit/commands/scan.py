@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from audit.console import color
-from audit.contract import Exit
-from audit.errors import UsageError
-from audit.io import json_text, write_atomic
+from audit.app.console import color
+from audit.core.contract import Exit
+from audit.core.errors import UsageError
+from audit.core.io import json_text, write_atomic
 
 STATUS_STYLE = {"registered": "green", "UNREGISTERED": "bold red", "not seen": "dim", "info": "blue"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
-from audit.errors import Problem, RegistryError, UsageError
+from audit.core.errors import Problem, RegistryError, UsageError
 
 
 def select_entries(registry, patterns) -> list:
@@ -69,9 +69,9 @@ def select_checks(checks: dict, names) -> set | None:
 
 
 def resources_selected(names) -> tuple[str, ...]:
-    """The per-worker resources (:mod:`audit.checks.resources`) the built-in checks among the ``--check`` names
+    """The per-worker resources (:mod:`audit.checking.resources`) the built-in checks among the ``--check`` names
     (all when none are given) need: the worker that holds their cells starts them at start-up."""
-    from audit.checks.catalog import CATALOG
-    from audit.checks.resources import needed
+    from audit.checking.catalog import CATALOG
+    from audit.checking.resources import needed
 
     return needed(CATALOG[name] for name in (names or CATALOG) if name in CATALOG)

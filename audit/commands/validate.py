@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from audit.contract import Exit
-from audit.errors import RegistryError
+from audit.core.contract import Exit
+from audit.core.errors import RegistryError
 from audit.registry.load import load_registry
 
 

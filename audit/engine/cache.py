@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from audit import __version__
-from audit.io import write_atomic
+from audit.core.io import write_atomic
 from audit.registry.model import Entry, EntryKind
 from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome, Verdict, outcome_from_json, outcome_to_json
 
 if TYPE_CHECKING:
-    from audit.checks.interface import Check
+    from audit.checking.interface import Check
     from audit.runtime.options import RunOptions
 
 #: Bump when the record's layout changes.

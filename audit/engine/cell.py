@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from audit.checks import replayable
+from audit.checking import judgement, replayable
 from audit.engine.explore import Counterexample, Damaged, explore
 from audit.engine.script import replay_script
 from audit.inputs.case import Case
@@ -23,7 +23,7 @@ from audit.runtime.subject import Subject
 from audit.runtime.target import Target, through_backward
 
 if TYPE_CHECKING:
-    from audit.checks.interface import Check
+    from audit.checking.interface import Check
 
 #: Hears each example a cell draws, before the property runs on it.
 OnExample = Callable[[Case], object]
@@ -77,7 +77,7 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
             on_example(case)
         if not seen:
             seen.append(case)
-        check.examine(subject, case)
+        judgement.examine(check, subject, case)
 
     examples = options.examples if claimed else options.unclaimed_examples
     examples = min(examples, check.examples) if check.examples else examples

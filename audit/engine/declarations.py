@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from audit.checks import local_check, local_files
-from audit.checks.interface import Check
+from audit.checking.interface import Check
 from audit.engine.cache import audit_digest, spec_digest
 from audit.engine.plan import claimed_in
-from audit.io import write_atomic
+from audit.core.io import write_atomic
 from audit.registry.model import Entry
 
 #: The cache's subfolder that holds the declarations; bump FORMAT when a record's layout changes.

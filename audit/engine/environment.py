@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from audit.io import write_atomic
+from audit.core.io import write_atomic
 from audit.results.environment import Environment
 
 #: The file, in the cache folder, that holds the last environment and its fingerprint.

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 import torch
-from audit.contract import DTYPE_ORDER
+from audit.core.contract import DTYPE_ORDER
 from audit.engine.explore import given_cases
 from audit.inputs.case import Case
 from audit.inputs.strategies import cases

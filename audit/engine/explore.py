@@ -16,11 +16,11 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import Flaky
 from hypothesis.strategies import SearchStrategy
 
-from audit.checks.interface import Violation
+from audit.checking.interface import Violation
 from audit.kit.refusal import NotApplicable
-from audit.toolkit.violation import RegistryFault
-from audit.errors import first_line as _first_line
-from audit.errors import refuses_grad
+from audit.core.violation import RegistryFault
+from audit.core.errors import first_line as _first_line
+from audit.core.errors import refuses_grad
 from audit.kit.explain import user_site
 from audit.inputs.case import Case
 from audit.runtime import health, triton

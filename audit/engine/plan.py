@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from audit.contract import CHECK_NAMES, DEVICE_ORDER, DTYPE_ORDER
+from audit.checking.catalog import CATALOG
+from audit.core.contract import DEVICE_ORDER, DTYPE_ORDER
 from audit.registry.model import Entry
 
 if TYPE_CHECKING:  # names only: ``audit list`` plans without importing the cells' module or the checks' code
-    from audit.checks.interface import Check
+    from audit.checking.interface import Check
     from audit.results.outcome import CellKey
 
 #: Contract order as a rank: sorting by a dict lookup, not ``tuple.index`` (1,000 entries x 25 checks).
 _DTYPE_RANK = {dtype: rank for rank, dtype in enumerate(DTYPE_ORDER)}
-_BUILTIN = frozenset(CHECK_NAMES)
+_BUILTIN = frozenset(CATALOG)
 
 
 def plan(entry: Entry, checks: Mapping[str, Check], *, only: Collection[str] | None = None,

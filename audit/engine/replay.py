@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from audit.checks.interface import Violation
+from audit.checking import judgement
+from audit.checking.interface import Violation
 from audit.kit.refusal import NotApplicable
-from audit.errors import first_line, refuses_grad
+from audit.core.errors import first_line, refuses_grad
 from audit.kit.explain import user_site
 
 if TYPE_CHECKING:
-    from audit.checks.interface import Check
+    from audit.checking.interface import Check
     from audit.inputs.case import Case
     from audit.runtime.subject import Subject
 
@@ -29,7 +30,7 @@ def replay_case(check: Check, subject: Subject, case: Case) -> str:
 
 def _failure(check: Check, subject: Subject, case: Case) -> str:
     try:
-        check.examine(subject, case)
+        judgement.examine(check, subject, case)
     except NotApplicable:
         return ""  # the check does not apply to this case: nothing fails
     except Exception as exc:

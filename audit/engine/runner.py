@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from audit.checks import resources
-from audit.contract import DEVICE_ORDER, DTYPE_ORDER
+from audit.checking import resources
+from audit.core.contract import DEVICE_ORDER, DTYPE_ORDER
 from audit.engine.cache import Cache, audit_digest, cell_key, code_fingerprint, spec_digest
 from audit.engine.environment import forget as forget_environment, known as stored_environment
 from audit.engine.job import Finished, Job
@@ -21,14 +21,14 @@ from audit.engine.pool import Worker, run_jobs
 from audit.engine.worker import environment as local_environment
 from audit.registry.load import today
 from audit.registry.model import Entry, Registry
-from audit.replays import script_command, script_name
+from audit.core.replays import script_command, script_name
 from audit.results.cells import Cell, judge
 from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome
 from audit.runtime.options import RunOptions
 
 if TYPE_CHECKING:
-    from audit.checks.interface import Check
+    from audit.checking.interface import Check
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A script is the replay kit's source (:mod:`audit.kit`), the check's property and the helpers it names
 (``Check.replay``, ``Check.replay_helpers``), the target, the shrunk case written out exactly, and one call of the
-property with the values the cell called it with (:func:`audit.checks.replayable.values`). The audit's check calls
+property with the values the cell called it with (:func:`audit.checking.replayable.values`). The audit's check calls
 that same function on that same case: what the script prints is what the cell found.
 """
 
@@ -19,9 +19,9 @@ import numpy as np
 
 from audit.kit import MODULES
 from audit.kit.calls import called
-from audit.checks.interface import Check
-from audit.checks.replayable import UNGUARDED
-from audit.contract import COMPLEX_DTYPES
+from audit.checking.interface import Check
+from audit.checking.replayable import UNGUARDED
+from audit.core.contract import COMPLEX_DTYPES
 from audit.inputs.case import Case, TensorArg, ValueArg
 from audit.registry.model import Entry, EntryKind
 
@@ -97,7 +97,7 @@ _WRITTEN = ("seed", "dtype", "device")
 
 
 def _accepted(prop: Callable[..., Any], values: dict[str, Any]) -> list[str]:
-    """The names of ``values`` that ``prop`` takes, as :func:`audit.checks.replayable.accepted` passes them."""
+    """The names of ``values`` that ``prop`` takes, as :func:`audit.checking.replayable.accepted` passes them."""
     parameters = inspect.signature(prop).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return list(values)
@@ -105,7 +105,7 @@ def _accepted(prop: Callable[..., Any], values: dict[str, Any]) -> list[str]:
 
 
 def _unguarded(prop: Callable[..., Any], entry: Entry) -> list[str]:
-    """The names of :data:`~audit.checks.replayable.UNGUARDED` that ``prop`` takes: the script's own ``target``,
+    """The names of :data:`~audit.checking.replayable.UNGUARDED` that ``prop`` takes: the script's own ``target``,
     ``reference`` and (a module's) ``make``."""
     parameters = inspect.signature(prop).parameters
     return [name for name in UNGUARDED if name in parameters and (name != "make" or _kind(entry) == "module")]

@@ -2,7 +2,7 @@
 
 Run as ``python -m audit.engine.worker READ_FD WRITE_FD MAX_MEMORY [RESOURCE ...]``. A crash, hang or memory
 blow-up here is the parent's to notice; the worker only reports what it starts and finishes. The worker that holds
-a run's resources (see :mod:`audit.engine.parts`) is given their names and starts each (:mod:`audit.checks.resources`)
+a run's resources (see :mod:`audit.engine.parts`) is given their names and starts each (:mod:`audit.checking.resources`)
 at start-up.
 """
 
@@ -34,7 +34,7 @@ from audit.runtime.reaper import become_subreaper, die_with_parent
 from audit.runtime.startup import report_to
 
 if TYPE_CHECKING:  # names only: the worker imports the checks and the target's loader when it needs them
-    from audit.checks.interface import Check
+    from audit.checking.interface import Check
     from audit.inputs.case import Case
     from audit.runtime.target import Target
 
@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
     for module in PRELOAD:
         importlib.import_module(module)
     if argv[3:]:
-        from audit.checks import resources
+        from audit.checking import resources
 
         for name in argv[3:]:
             resources.start(name)  # before any target is loaded, and before the memory cap's watchdog thread

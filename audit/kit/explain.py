@@ -13,7 +13,7 @@ from audit.kit.tensors import wide
 
 
 def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message, or "(no message)" (audit.errors has its twin for code that must
+    """The first line of an exception's message, or "(no message)" (audit.core.errors has its twin for code that must
     import without torch)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else "(no message)"

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from audit.contract import Status
+from audit.core.contract import Status
 from audit.engine.cache import audit_digest, code_fingerprint, spec_digest
 from audit.engine.equivalence import probe_key
 from audit.engine.job import Finished, Job
@@ -31,7 +31,7 @@ from audit.runtime.mutant import PROBE, Mutant
 from audit.runtime.options import RunOptions
 
 if TYPE_CHECKING:
-    from audit.checks.interface import Check
+    from audit.checking.interface import Check
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ class _Store:
             return None
 
     def put(self, key: str, result: MutantResult) -> None:
-        from audit.io import write_atomic
+        from audit.core.io import write_atomic
 
         self.folder.mkdir(parents=True, exist_ok=True)
         write_atomic(self.folder / f"{key}.json", json.dumps(asdict(result)))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from audit.errors import Problem, RegistryError
+from audit.core.errors import Problem, RegistryError
 from audit.registry import quick
 from audit.registry import schema as schema_mod
 from audit.registry.build import build_entry

@@ -6,7 +6,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from audit.contract import COMPLEX_DTYPES, DTYPE_ORDER, REAL_PART
+from audit.core.contract import COMPLEX_DTYPES, DTYPE_ORDER, REAL_PART
 from audit.kit.tolerance import Tolerance
 
 DEFAULT_DOMAIN = (-1.0, 1.0)

@@ -9,8 +9,8 @@ import unicodedata
 
 from typing import Any
 
-from audit.contract import CHECK_NAMES
-from audit.errors import Problem
+from audit.checking.catalog import CATALOG
+from audit.core.errors import Problem
 from audit.registry.model import DEFAULT_KIND, FLOAT_DTYPES, EntryKind
 from audit.registry.schema import describe
 from audit.registry.yamltree import Located, dotted
@@ -162,11 +162,11 @@ def _sparse(entry: dict[str, Any]) -> Found:
 def _expect(entry: dict[str, Any]) -> Found:
     if not entry.get("expect"):  # most entries waive nothing: no set of every check name to build for them
         return []
-    known = set(CHECK_NAMES) | set(entry.get("checks", []))
+    known = set(CATALOG) | set(entry.get("checks", []))
     problems: Found = []
     for i, waiver in enumerate(entry.get("expect", [])):
         if waiver["check"] not in known:
-            problems.append((("expect", i, "check"), f"expected a check name ({', '.join(CHECK_NAMES)} "
+            problems.append((("expect", i, "check"), f"expected a check name ({', '.join(CATALOG)} "
                              f"or one listed in checks), got {waiver['check']!r}"))
         if "until" in waiver and not _is_date(waiver["until"]):
             problems.append((("expect", i, "until"), f"expected a real date YYYY-MM-DD, got {waiver['until']!r}"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import hashlib
 
-from audit.contract import Status
+from audit.core.contract import Status
 from audit.reporters.common import SHOWN, also_lines, failure_line
 from audit.results.causes import TIER_TITLES, Cause, Fixes, Member, Tier, causes
 from audit.results.kinds import FIXES as ERROR_FIXES

@@ -7,8 +7,8 @@ from collections import Counter
 import re
 from dataclasses import replace
 
-from audit.checks.catalog import CATALOG
-from audit.contract import CHECK_NAMES, Status
+from audit.checking.catalog import CATALOG
+from audit.core.contract import Status
 from audit.registry.model import LAYER_KINDS
 from audit.reporters.statuses import SEVERITY
 from audit.results.cells import Cell, CellFailure
@@ -21,8 +21,8 @@ SHOWN = (Status.FAIL, Status.ERROR)
 def columns(matrix: Matrix) -> list[str]:
     """The checks that have at least one cell, contract order first, then local checks by name."""
     present = {c.check for c in matrix.cells()}
-    extra = sorted(present - set(CHECK_NAMES))
-    return [name for name in CHECK_NAMES if name in present] + extra
+    extra = sorted(present - set(CATALOG))
+    return [name for name in CATALOG if name in present] + extra
 
 
 def short(name: str) -> str:

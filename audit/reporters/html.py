@@ -14,7 +14,7 @@ from collections import Counter
 from html import escape
 from importlib import resources
 
-from audit.contract import Status
+from audit.core.contract import Status
 from audit.reporters import causes
 from audit.reporters.common import (columns, further_failures, group, headline, owner_groups, row_label, rows, short,
                                     worst)

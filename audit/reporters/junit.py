@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from audit.contract import Status
+from audit.core.contract import Status
 from audit.reporters import causes
 from audit.reporters.common import also_lines, headline
 from audit.reporters.statuses import PRESENTATION, junit_statuses

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-from audit.io import json_text
+from audit.core.io import json_text
 from audit.reporters import causes
 from audit.reporters.causes import rule_id
 from audit.reporters.common import also_lines, failure_line, printable, registry_of

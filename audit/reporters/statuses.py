@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.contract import Status
+from audit.core.contract import Status
 
 
 @dataclass(frozen=True)

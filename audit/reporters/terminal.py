@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from audit.contract import Status
+from audit.core.contract import Status
 from audit.results.cells import Cell
 from audit.results.matrix import Matrix
 from audit.reporters import causes

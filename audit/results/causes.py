@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from audit.contract import Status
+from audit.core.contract import Status
 from audit.results.cells import Cell
 from audit.results.kinds import ErrorKind
 from audit.results.matrix import Matrix, MatrixEntry

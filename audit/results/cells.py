@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.contract import Status
+from audit.core.contract import Status
 from audit.registry.model import Entry
 from audit.results.outcome import Failure, Outcome, Verdict
 from audit.results.passthrough import missing, restore, unknown

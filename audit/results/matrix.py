@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from audit.contract import MATRIX_SCHEMA, Status
-from audit.errors import UsageError
-from audit.io import json_text, read_json, utc_timestamp
+from audit.core.contract import MATRIX_SCHEMA, Status
+from audit.core.errors import UsageError
+from audit.core.io import json_text, read_json, utc_timestamp
 from audit.registry.model import Entry, Registry
 from audit.results.cells import Cell
 from audit.results.environment import Environment

@@ -10,7 +10,7 @@ from audit.results.kinds import ErrorKind
 
 
 class Verdict(str, enum.Enum):
-    """What a worker observed on a cell, before claims and waivers make it a :class:`~audit.contract.Status`.
+    """What a worker observed on a cell, before claims and waivers make it a :class:`~audit.core.contract.Status`.
     A ``str``: the result cache's JSON holds the plain value (``"held"``), as it always did."""
 
     HELD = "held"

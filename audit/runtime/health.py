@@ -43,7 +43,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from audit.errors import first_line
+from audit.core.errors import first_line
 
 #: Threads a worker may have gained since start-up (a healthy entry leaves none or a few: torch's own pools
 #: are sized once); a thread-hoarding target leaves hundreds.

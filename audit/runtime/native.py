@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from audit.errors import AuditError
+from audit.core.errors import AuditError
 
 SOURCES = (".cpp", ".cc", ".cxx", ".cu")
 LIBRARIES = (".so", ".dylib", ".dll", ".pyd")

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from audit.errors import UsageError
+from audit.core.errors import UsageError
 
 #: Where a setting may come from besides the command line (every setting has a flag).
 PYPROJECT, PROFILE, API, PLUGIN = "pyproject", "profile", "api", "plugin"

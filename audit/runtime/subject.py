@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from audit.contract import real_counterpart
+from audit.core.contract import real_counterpart
 from audit.inputs.case import Case, TensorArg
 from audit.inputs.sparse import sparse_from, through_dense
 from audit.kit.tolerance import Tolerance

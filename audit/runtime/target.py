@@ -11,7 +11,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from audit.errors import AuditError
+from audit.core.errors import AuditError
 from audit.registry.model import LAYER_KINDS, Entry, EntryKind
 from audit.runtime import definition, native, triton
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from audit.contract import DEVICE_ORDER, DTYPE_ORDER
+from audit.core.contract import DEVICE_ORDER, DTYPE_ORDER
 from audit.scan import codeowners, probe
 from audit.scan.findings import Finding
 

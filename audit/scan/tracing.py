@@ -13,7 +13,7 @@ import traceback
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from audit.frames import is_user
+from audit.core.frames import is_user
 from audit.scan.findings import Call, Finding
 
 #: Operator namespaces that belong to torch itself.

@@ -9,7 +9,7 @@ import torch
 
 from audit.inputs.variants import resized
 from audit.kit.compiled import Compiled, dynamo_refusal
-from audit.toolkit.violation import Violation
+from audit.core.violation import Violation
 
 __all__ = ["SWEEP", "Compiled", "graph_breaks_explained", "shape_sweep"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.contract import LOW_PRECISION_DTYPES, real_counterpart
+from audit.core.contract import LOW_PRECISION_DTYPES, real_counterpart
 from audit.kit.autograd import grad_inputs, wrapped
 from audit.kit.tolerance import Tolerance
 
@@ -43,7 +43,7 @@ def gradcheck_options(subject, inputs) -> dict:
 
 
 def differences_in_half(what: str):
-    """A refusal (:mod:`audit.checks.judgement`) of a float16 or bfloat16 cell for a check that judges ``what`` by
+    """A refusal (:mod:`audit.checking.judgement`) of a float16 or bfloat16 cell for a check that judges ``what`` by
     finite differences: a step below one ulp changes nothing, so they are rounding noise there, and the target is
     never run in a dtype it does not claim."""
     def refusal(subject, case) -> str:
@@ -57,7 +57,7 @@ def differences_in_half(what: str):
 
 
 def backward_only(what: str):
-    """A refusal (:mod:`audit.checks.judgement`) of an entry whose gradients only .backward() takes
+    """A refusal (:mod:`audit.checking.judgement`) of an entry whose gradients only .backward() takes
     (``backward_only``: it refuses torch.autograd.grad) in a check that needs ``what``, which the audit's
     .backward() adapter cannot give (it returns ``.grad`` values, not a graph to differentiate again, and has no
     forward-mode formula)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from audit.kit.noise import NOISE_FACTOR, NOISE_SAMPLES, NOISE_STEP, measured_noise, noisy_mismatches, perturbed, spread
 from audit.kit.tolerance import Tolerance
-from audit.toolkit.violation import Violation
+from audit.core.violation import Violation
 
 FACTOR, SAMPLES, STEP = NOISE_FACTOR, NOISE_SAMPLES, NOISE_STEP
 

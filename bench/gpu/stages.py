@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable
 
-from audit.contract import Status as CellStatus
+from audit.core.contract import Status as CellStatus
 from bench.gpu import compare, junit, processes
 from bench.gpu.deadline import Deadline
 from bench.gpu.plants import PLANTS, REGISTRY as PLANTED

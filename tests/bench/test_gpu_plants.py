@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from audit.contract import CHECK_NAMES, Status
-from audit.registry import load_registry
+from audit.checking.catalog import CATALOG
+from audit.core.contract import Status
+from audit.registry.load import load_registry
 from audit.results.outcome import HELD
 from bench.gpu.plants import PLANTS, REGISTRY
 from tests.helpers import entry, observe
@@ -19,7 +20,7 @@ ORDER = list(ENTRIES)
 @pytest.mark.parametrize("plant", PLANTS, ids=[p.name for p in PLANTS])
 def test_a_plant_names_its_bug_before_its_twin_with_real_checks_and_devices(plant):
     assert ORDER.index(plant.bug) < ORDER.index(plant.twin)  # the twin is the neighbour that runs after the bug
-    assert set(plant.checks) <= set(CHECK_NAMES)
+    assert set(plant.checks) <= set(CATALOG)
     for name in (plant.bug, plant.twin):
         assert set(plant.devices) <= set(ENTRIES[name].supports.devices), name
     for expected in plant.expected():

@@ -143,7 +143,7 @@ def test_second_order_is_a_skip_saying_why_for_a_backward_only_function(tmp_path
 
 
 def test_the_registry_refuses_proxy_modes_where_they_mean_nothing(tmp_path):
-    from audit.errors import AuditError
+    from audit.core.errors import AuditError
 
     with pytest.raises(AuditError, match="proxy_modes"):
         entry(tmp_path, target=f"{F}:ArctanSpike", **{**SPIKE, "proxy_modes": ["train"]})

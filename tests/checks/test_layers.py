@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from audit.cli import cli
-from audit.errors import RegistryError
+from audit.core.errors import RegistryError
 from audit.results.outcome import HELD, VIOLATED
 from tests.helpers import entry, observe
 

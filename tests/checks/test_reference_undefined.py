@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from audit.checking import judgement
 from audit.checks import builtin
-from audit.checks.interface import Violation
+from audit.checking.interface import Violation
 from audit.inputs.case import Case, TensorArg
 from audit.runtime.subject import Subject
 from audit.runtime.target import resolve
@@ -23,7 +24,7 @@ def judged(spec, check: str, values, dtype: str = "float64") -> Subject:
     """``check`` run on one chosen case of ``spec``'s single input; the subject, for its metrics."""
     subject = Subject(spec, resolve(spec, ROOT), dtype, "cpu")
     values = np.asarray(values, dtype=np.float64)
-    builtin()[check].examine(subject, Case(dims=(("N", values.shape[0]),), args=(TensorArg(values, True),)))
+    judgement.examine(builtin()[check], subject, Case(dims=(("N", values.shape[0]),), args=(TensorArg(values, True),)))
     return subject
 
 

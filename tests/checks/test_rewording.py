@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pytest
 
+import audit.checking
 import audit.checks
 import audit.toolkit
 from audit.checks import builtin_names
@@ -49,8 +50,9 @@ def rewording(function):
 
 
 def _modules():
-    """Every module of the checking code: the checks, their helpers and the toolkit."""
-    for package in (audit.checks, audit.toolkit):
+    """Every module of the checking code: the checks, the checking machinery (judgement, replayable...) and the
+    toolkit."""
+    for package in (audit.checks, audit.checking, audit.toolkit):
         for info in pkgutil.iter_modules(package.__path__):
             yield importlib.import_module(f"{package.__name__}.{info.name}")
 
@@ -58,7 +60,7 @@ def _modules():
 @pytest.fixture
 def every_message_reworded(monkeypatch):
     """Each module's functions (its own and those it imports, as its code looks them up) and each built-in check's
-    properties return their findings upper-cased."""
+    properties (its replay and each stage's) return their findings upper-cased."""
     for module in _modules():
         for name, value in list(vars(module).items()):
             if inspect.isfunction(value) and name not in NOT_FINDINGS:
@@ -68,7 +70,8 @@ def every_message_reworded(monkeypatch):
         check = module.CHECK
         monkeypatch.setattr(module, "CHECK", replace(
             check, replay=check.replay and rewording(check.replay),
-            model_replay=check.model_replay and rewording(check.model_replay)))
+            model_replay=check.model_replay and rewording(check.model_replay),
+            stages=tuple(replace(stage, prop=stage.prop and rewording(stage.prop)) for stage in check.stages)))
 
 
 ROWS = rows()

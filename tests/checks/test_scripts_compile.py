@@ -14,7 +14,7 @@ import types
 import pytest
 
 from audit.checks import builtin
-from audit.checks.replayable import UNGUARDED
+from audit.checking.replayable import UNGUARDED
 from audit.engine.script import kit_source
 
 CHECKS = [name for name, check in builtin().items() if check.replay or check.model_replay]

@@ -60,7 +60,7 @@ def test_a_cell_only_with_a_batch_that_can_reach_two(tmp_path, keys, applies):
 
 
 def test_a_batch_not_used_in_any_shape_is_a_registry_error(tmp_path):
-    from audit.errors import RegistryError
+    from audit.core.errors import RegistryError
 
     with pytest.raises(RegistryError, match="batch: expected a symbolic dim used in an input's shape"):
         entry(tmp_path, target=f"{P}:ScaleShift", **{**BATCH, "batch": "M"})

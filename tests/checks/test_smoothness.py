@@ -80,7 +80,7 @@ def test_a_value_that_jumps_is_not_compared_where_it_is_not_unique(tmp_path):
 
 def test_probing_stops_at_its_budget_and_the_failure_stands(tmp_path, monkeypatch):
     """A slow target's failures are not probed past the cell's budget: reported, never a timeout."""
-    from audit.checks import smoothness
+    from audit.checking import smoothness
 
     monkeypatch.setattr(smoothness, "PROBE_BUDGET", 0.0)
     found = observe(entry(tmp_path, target=f"{S}:Relu", **VECTOR), "gradcheck")

@@ -192,15 +192,15 @@ def test_forked_ranks_serve_the_check_are_found_and_end_with_their_pair(tmp_path
     """The worker that holds a run's distributed cells forks its ranks (no second torch import): they join at
     once, pass a correct entry and catch the per-process-state bug, carry the name the leak check above looks
     for, and end with close()."""
-    from audit.checks import distributed
+    from audit.runtime import ranks as pool
     from audit.runtime.channel import Forked
 
-    distributed.close_ranks()  # a pair an earlier test started in this process
-    distributed.prefork_ranks()
+    pool.close_ranks()  # a pair an earlier test started in this process
+    pool.prefork_ranks()
     try:
-        ranks = distributed._SHARED["ranks"]
+        ranks = pool._SHARED["ranks"]
         assert all(isinstance(child.process, Forked) for child in ranks.children)
-        assert distributed.shared_ranks() is ranks and ranks.joined
+        assert pool.shared_ranks() is ranks and ranks.joined
         # Named, so that the leak check above finds them in a run (a worker's PYTHONPATH is in their environment).
         assert [_name(pid) for pid in ranks.pids] == [NAME, NAME]
         pids = ranks.pids
@@ -209,9 +209,9 @@ def test_forked_ranks_serve_the_check_are_found_and_end_with_their_pair(tmp_path
         caught = observe(entry(tmp_path, target=f"{T}:CenteredRows", name="centered", **spec), "distributed",
                          examples=3)
         assert caught.verdict == VIOLATED, caught.message
-        assert distributed._SHARED["ranks"] is ranks and ranks.joined  # the forked pair served both cells
+        assert pool._SHARED["ranks"] is ranks and ranks.joined  # the forked pair served both cells
     finally:
-        distributed.close_ranks()
+        pool.close_ranks()
     assert [_name(pid) for pid in pids] == [None, None]
 
 
@@ -221,24 +221,24 @@ def test_a_forked_pair_that_does_not_join_gives_way_to_started_ranks(tmp_path, m
     not the entry's failure: a started pair serves it. (A forked rank that dies is replaced as any dead one.)"""
     import time
 
-    from audit.checks import distributed
+    from audit.runtime import ranks as pool
     from audit.runtime.rank_messages import RankError
 
     def broken(inbox, outbox, *args):
         outbox.send(RankError("RuntimeError: this fork is broken"))
         time.sleep(60)
 
-    distributed.close_ranks()
-    monkeypatch.setattr(distributed, "serve", broken)
-    distributed.prefork_ranks()
+    pool.close_ranks()
+    monkeypatch.setattr(pool, "serve", broken)
+    pool.prefork_ranks()
     try:
-        assert distributed._SHARED["ranks"].forked
+        assert pool._SHARED["ranks"].forked
         spec = claims(MATRIX, distributed=True)
         found = observe(entry(tmp_path, target=f"{T}:Cube", **spec), "distributed", examples=2)
         assert found.verdict == HELD, found.message
-        assert not distributed._SHARED["ranks"].forked and distributed._SHARED["ranks"].joined
+        assert not pool._SHARED["ranks"].forked and pool._SHARED["ranks"].joined
     finally:
-        distributed.close_ranks()
+        pool.close_ranks()
 
 
 def _name(pid: int) -> bytes | None:

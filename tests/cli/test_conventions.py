@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from audit.cli import cli
-from audit.console import color
+from audit.app.console import color
 from tests.reporters.sample import matrix
 
 
@@ -79,7 +79,7 @@ def test_the_matrix_names_the_registry_relative_to_the_repository_root(tmp_path,
 
 def test_the_progress_bar_advances_per_cell_and_names_the_check(tmp_path):
     from audit.engine.runner import Event
-    from audit.progress import BarProgress
+    from audit.app.progress import BarProgress
     from tests.helpers import entry as make_entry
 
     class Cell:

@@ -51,7 +51,7 @@ def test_a_disk_that_fills_while_writing_exits_2_after_the_report(write_registry
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(src, dst)
 
-    monkeypatch.setattr("audit.io.os.replace", full)
+    monkeypatch.setattr("audit.core.io.os.replace", full)
     result = _run(_registry(write_registry), tmp_path / "out")
     assert result.exit_code == 2, result.output
     assert "autograd-audit: PASS" in result.output  # the verdict still reached the terminal

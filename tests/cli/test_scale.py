@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from audit.cli import cli
-from audit.shard import split
+from audit.app.shard import split
 from tests.helpers import matrix_without_timings
 
 B = "tests.fixtures.broken"

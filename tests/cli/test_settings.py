@@ -11,9 +11,10 @@ from importlib import resources
 import click
 import pytest
 
-from audit import api, config, profiles
+from audit import api
+from audit.app import config, profiles
 from audit.cli import cli, setting_options
-from audit.errors import UsageError
+from audit.core.errors import UsageError
 from audit.pytest_plugin import pytest_addoption
 from audit.runtime.options import RunOptions
 from audit.runtime.settings import (API, PLUGIN, PROFILE, PYPROJECT, Settings, declared, parse_size, settable, setting,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from audit.checks import declarations
-from audit.checks.interface import Check
+from audit.checking.interface import Check
 from audit.commands.listing import UNREAD_BY_DECLARATIONS, Summaries, plan_key, summarise
-from audit.registry import load_registry
+from audit.registry.load import load_registry
 from audit.registry.model import Entry, Supports, TensorSpec, ValueSpec
 
 ROOT = Path(__file__).resolve().parents[2]

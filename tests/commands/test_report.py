@@ -55,7 +55,7 @@ def test_report_owner_shows_that_owners_causes_first(tmp_path, fmt):
 
 def test_the_reports_a_run_writes_put_its_owners_causes_first(tmp_path):
     """audit run --owner: the files it writes beside the matrix order causes as audit report --owner does."""
-    from audit.publish import write_all
+    from audit.app.publish import write_all
     from tests.reporters.sample import many, typed
 
     data = many()

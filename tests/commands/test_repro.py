@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from audit.commands.repro import _nth_case
-from audit.contract import Status
-from audit.errors import UsageError
+from audit.core.contract import Status
+from audit.core.errors import UsageError
 from audit.results.cells import Cell, CellFailure
 
 CASE = {"dims": {}, "args": []}

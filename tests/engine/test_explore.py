@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from audit.checks.interface import Violation
+from audit.checking.interface import Violation
 from audit.engine.explore import explore
 from audit.kit.compare import Finding, mismatches
 from audit.kit.tolerance import Tolerance

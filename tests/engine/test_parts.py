@@ -90,7 +90,7 @@ def test_every_resource_a_check_names_is_known_and_starts_by_a_function_that_exi
     import importlib
 
     from audit.checks import builtin
-    from audit.checks.resources import RESOURCES
+    from audit.checking.resources import RESOURCES
 
     named = {check.resource for check in builtin().values() if check.resource}
     assert named and named <= set(RESOURCES)

@@ -1,13 +1,13 @@
 """Complex dtypes in the registry: accepted wherever a dtype is, a near miss still refused clearly, and every
-dtype list of the schema being the one of audit.contract."""
+dtype list of the schema being the one of audit.core.contract."""
 
 from __future__ import annotations
 
 import pytest
 
-from audit.contract import DTYPE_ORDER
-from audit.errors import RegistryError
-from audit.registry import load_registry
+from audit.core.contract import DTYPE_ORDER
+from audit.core.errors import RegistryError
+from audit.registry.load import load_registry
 from audit.kit.tolerance import Tolerance
 from audit.registry.schema import schema
 
@@ -58,7 +58,7 @@ def test_a_near_miss_is_still_a_clear_registry_error(tmp_path, where, text, word
 
 
 def test_every_dtype_list_of_the_schema_is_the_contracts():
-    """The schema is a shipped JSON file: this keeps its dtype lists from drifting from audit.contract's."""
+    """The schema is a shipped JSON file: this keeps its dtype lists from drifting from audit.core.contract's."""
     lists = []
 
     def walk(node):

@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from audit.errors import RegistryError
-from audit.registry import load_registry
+from audit.core.errors import RegistryError
+from audit.registry.load import load_registry
 from audit.kit.tolerance import Tolerance
 from audit.registry.model import TensorSpec, ValueSpec
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.errors import RegistryError
+from audit.core.errors import RegistryError
 from audit.registry import load as load_mod
 from audit.registry import semantics
 from audit.registry.load import parse_registry

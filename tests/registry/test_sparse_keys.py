@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from audit.errors import RegistryError
-from audit.registry import load_registry
+from audit.core.errors import RegistryError
+from audit.registry.load import load_registry
 from audit.registry.model import DEFAULT_DENSITY
 
 HEAD = "version: 1\nentries:\n  - name: a\n    owner: x\n    target: m:F\n    inputs:\n"

@@ -25,7 +25,7 @@ ROWS = [
     Planted(f"{D}:CovarianceDistanceThroughNorm", "gradcheck", PAIR, f"{D}:CovarianceDistance", "analytic NaN"),
     Planted(f"{D}:NanGradient", "gradcheck", THREE, f"{D}:ProductPlusSines", "analytic NaN at d out"),
     Planted(f"{S}:MaskedSin", "dtype", SIN, f"{S}:Sin", "reference's gradient is undefined or unreliable here"),
-    # rounding noise is no kink (audit/checks/smoothness.py: _rounding): found by audit mutate on entmax
+    # rounding noise is no kink (audit/checking/smoothness.py: _rounding): found by audit mutate on entmax
     Planted(f"{S}:RoundedSquare", "gradcheck", {"inputs": [{"shape": ["N"]}], "supports": {"dtypes": ["float64"]}},
             f"{S}:ExactSquare", "Jacobian mismatch for output 0 with respect to input 0"),
 ]

@@ -87,17 +87,17 @@ FAILED = {(3, "gradcheck"): ("fail", "max |analytic - numeric| = 0.5 at d out[0]
 def wide() -> dict:
     """Nine entries with a cell in every contract check, each on the CPU and on CUDA, whose every CUDA cell is a
     skip for one same reason (a machine without a GPU): the first screen of a real registry."""
-    from audit.contract import CHECK_NAMES
+    from audit.checking.catalog import CATALOG
 
     no_gpu = "CUDA is not available here (torch.cuda.is_available() is False)"
     entries = []
     for i, name in enumerate(["logsumexp", "softplus", "softplus_mlp", "rms_norm", "fused_gelu", "sparse_mm",
                               "complex_filter", "scatter_add_with_a_long_name", "classifier"]):
-        cells = [_cell(check, "float64", "cpu", *FAILED.get((i, check), ("pass",))) for check in CHECK_NAMES]
-        cells += [_cell(check, "float64", "cuda", "skip", no_gpu) for check in CHECK_NAMES]
+        cells = [_cell(check, "float64", "cpu", *FAILED.get((i, check), ("pass",))) for check in CATALOG]
+        cells += [_cell(check, "float64", "cuda", "skip", no_gpu) for check in CATALOG]
         entries.append(_entry(name, ["@ml-kernels"], 5 + 10 * i, cells))
     data = {**copy.deepcopy(MATRIX), "entries": entries, "verdict": "fail"}
-    data["summary"] = {"pass": 9 * len(CHECK_NAMES) - 2, "fail": 1, "error": 1, "skip": 9 * len(CHECK_NAMES)}
+    data["summary"] = {"pass": 9 * len(CATALOG) - 2, "fail": 1, "error": 1, "skip": 9 * len(CATALOG)}
     return data
 
 

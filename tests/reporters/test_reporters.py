@@ -138,7 +138,7 @@ def _forged():
 
 
 def test_no_line_of_the_github_format_is_a_command_the_data_wrote():
-    from audit import publish
+    from audit.app import publish
 
     lines = publish.render(_forged(), "github").splitlines()
     stop = next(i for i, line in enumerate(lines) if line.startswith("::stop-commands::"))
@@ -197,7 +197,7 @@ def test_the_summary_line_separates_what_gates_from_what_does_not():
     unclaimed xpass alone fails the run, and the line says so."""
     import dataclasses
 
-    from audit.contract import Status
+    from audit.core.contract import Status
     from audit.reporters.common import headline
 
     full = typed(matrix())
@@ -233,7 +233,7 @@ def test_the_html_banner_chips_count_what_the_headline_counts():
     import dataclasses
     import re
 
-    from audit.contract import Status
+    from audit.core.contract import Status
     from audit.reporters.common import headline
 
     full = typed(matrix())

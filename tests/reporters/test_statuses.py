@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audit.contract import Status
+from audit.core.contract import Status
 from audit.reporters.statuses import FILTERS, PRESENTATION, SEVERITY, junit_statuses, symbol
 from audit.reporters.terminal import LEGEND, mark
 

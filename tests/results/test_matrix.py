@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from audit.results.matrix import Matrix, read_matrix
-from audit.shard import merge
+from audit.app.shard import merge
 from tests.reporters.sample import hostile, matrix
 
 BASELINE = Path(__file__).resolve().parents[2] / "reports" / "baseline.json"

@@ -1,20 +1,20 @@
 """Whether a check's findings fail a case: the one place where excuses are applied, in one documented order.
 
-A check declares how it is judged (its ``refusals`` and ``stages``, :class:`audit.checks.interface.Check`) and
+A check declares how it is judged (its ``refusals`` and ``stages``, :class:`audit.checking.interface.Check`) and
 :func:`judge` applies the declaration, the same way for every check:
 
 1. **Refusals**, in declared order: the first that gives a reason makes the case a skip (:class:`NotApplicable`),
    before the target runs.
 2. **Stages**, in declared order. A stage whose ``when`` says no (one for entries with a proxy, one for those
    without) is passed by; its own refusals come next; then its property runs as its replay script runs it
-   (:func:`audit.checks.replayable.stage`). A stage that finds nothing hands on to the next.
+   (:func:`audit.checking.replayable.stage`). A stage that finds nothing hands on to the next.
 3. **Excuses** of a stage's first finding, in this order whatever order they are declared in, each applying only to
    the finding families it names (:attr:`audit.kit.compare.Finding.family`), never to a wording:
 
    a. a known **torch bug** (:class:`KnownBug`): a skip naming PyTorch's bug (:class:`TorchBugHit`);
    b. an **unreliable reference** (:class:`UnreliableReference`: its own gradient is off finite differences here,
-      :mod:`audit.checks.reference`): the case holds, noted in the cell's metrics;
-   c. a **point without a derivative** (:class:`Kink`: a kink, a jump, an edge, :mod:`audit.checks.smoothness`):
+      :mod:`audit.checking.reference`): the case holds, noted in the cell's metrics;
+   c. a **point without a derivative** (:class:`Kink`: a kink, a jump, an edge, :mod:`audit.checking.smoothness`):
       the case holds, noted in the cell's metrics;
    d. otherwise the finding fails the case (:class:`Violation`).
 
@@ -32,14 +32,14 @@ from dataclasses import dataclass
 
 import torch
 
-from audit.checks import reference, replayable, smoothness
+from audit.checking import reference, replayable, smoothness
 from audit.kit.autograd import grad_inputs
 from audit.kit.precision import leaves_in
 from audit.kit.refusal import NotApplicable
 from audit.registry.model import EntryKind
 from audit.toolkit.jacobian import gradcheck_options, wrap
 from audit.toolkit.torch_bugs import TorchBug, TorchBugHit
-from audit.toolkit.violation import Violation
+from audit.core.violation import Violation
 
 
 def always(subject) -> bool:
@@ -175,6 +175,15 @@ def settle(subject, case, found: list, excuses=()) -> bool:
         if excuse.applies(subject, case, found[0]) and excuse.clear(subject, case, found[0]):
             return True
     raise Violation(found[0])
+
+
+def examine(check, subject, case) -> None:
+    """Raise :class:`Violation` when ``check``'s property fails on ``case`` (:class:`NotApplicable` where it cannot
+    be judged): its ``run``, or without one its declaration judged (:func:`judge`)."""
+    if check.run is not None:
+        check.run(subject, case)
+        return
+    judge(check, subject, case)
 
 
 def judge(check, subject, case) -> None:

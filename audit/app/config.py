@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from audit.errors import UsageError
+from audit.core.errors import UsageError
 from audit.runtime.settings import PYPROJECT, SECTION, declared, refuse
 
 #: key in the file -> (the commands it sets, whether it is a path, relative to the file's folder): the settings

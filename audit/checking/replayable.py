@@ -16,12 +16,12 @@ from dataclasses import replace
 
 import torch
 
-from audit.checks import reference
-from audit.contract import judged_by_own_error, wider_claimed
+from audit.checking import reference
+from audit.core.contract import judged_by_own_error, wider_claimed
 from audit.inputs.case import Case
 from audit.kit.proxy import ProxyError
 from audit.registry.model import EntryKind
-from audit.toolkit.violation import RegistryFault, Violation
+from audit.core.violation import RegistryFault, Violation
 
 
 def values(check, subject, case: Case) -> dict:
@@ -35,7 +35,7 @@ def values(check, subject, case: Case) -> dict:
     batch positions, or None), ``batch_axes`` (argument -> the axis of the entry's batch dim), ``plan`` (the
     entry's training settings, a dict: a model's batch, steps, lr, micro_batches, batches), ``own_error`` (whether
     the cell compares with a reference by the reference's own error in the cell's dtype:
-    :func:`audit.contract.judged_by_own_error`, unless the entry gives a ``tolerance`` for the dtype) and
+    :func:`audit.core.contract.judged_by_own_error`, unless the entry gives a ``tolerance`` for the dtype) and
     ``wider_dtype`` (the most precise claimed dtype above the cell's, a torch dtype, or None: the only wider dtype a
     property may run the target in), ``proxy_name`` (the entry's ``proxy``, "" without one) and ``modes`` (a module
     entry's ``proxy_modes``: the modes its proxy is checked in, else None), ``via_backward`` (whether its gradients
@@ -90,7 +90,7 @@ def unguarded(subject) -> dict:
 
 def compared_reference(subject, case: Case):
     """The reference as a property receives it: the entry's, guarded like the target, what it raises named as the
-    reference's (:func:`audit.checks.reference.blamed`); None where there is none or where it draws otherwise than
+    reference's (:func:`audit.checking.reference.blamed`); None where there is none or where it draws otherwise than
     the target (``subject.reference_draws_alike``)."""
     if subject.target.reference is None or not subject.reference_draws_alike(case):
         return None
@@ -115,7 +115,7 @@ def compared_proxy(subject):
 
 def observer(subject, case: Case, check: str, verdict: str = "not compared there"):
     """An ``observe`` for the kit's :func:`~audit.kit.compare.defined_only`: counts the example in the cell's
-    ``metrics.reference_undefined`` (:func:`audit.checks.reference.note`)."""
+    ``metrics.reference_undefined`` (:func:`audit.checking.reference.note`)."""
     return lambda label, got, expected, masks: reference.note(subject, case, check, label, got, expected, masks,
                                                               verdict)
 

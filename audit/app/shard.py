@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from audit.errors import UsageError
-from audit.io import utc_timestamp
+from audit.core.errors import UsageError
+from audit.core.io import utc_timestamp
 from audit.results.matrix import Matrix
 
 

@@ -15,13 +15,13 @@ from contextlib import contextmanager
 
 import torch
 
-from audit.checks import smoothness
-from audit.errors import first_line
+from audit.checking import smoothness
+from audit.core.errors import first_line
 from audit.kit.autograd import grad_inputs, gradients
 from audit.kit.explain import judged_by_differences, user_site
 from audit.kit.tensors import dense, outputs_of, wide
 from audit.toolkit.jacobian import gradcheck_options, wrap
-from audit.toolkit.violation import Violation
+from audit.core.violation import Violation
 
 
 class ReferenceFailed(Violation):

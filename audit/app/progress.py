@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from audit.contract import Status
+from audit.core.contract import Status
 
 
 class PlainProgress:

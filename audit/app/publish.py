@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from audit.console import color
-from audit.io import write_atomic
+from audit.app.console import color
+from audit.core.io import write_atomic
 from audit.reporters import github, html, junit, markdown, sarif, terminal
 from audit.results.matrix import Matrix
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from audit.checks.interface import OPERATOR_KINDS, Check, claimed_dtypes
-from audit.contract import CHECK_NAMES, COMPLEX_DTYPES, LOW_PRECISION_DTYPES
-from audit.errors import InternalError
+from audit.checking.interface import OPERATOR_KINDS, Check, claimed_dtypes
+from audit.core.contract import COMPLEX_DTYPES, LOW_PRECISION_DTYPES
+from audit.core.errors import InternalError
 from audit.registry.model import Entry, EntryKind
 
 
@@ -57,7 +57,9 @@ def _batch_reaches_two(entry: Entry) -> bool:
     return entry.batch is not None and entry.dim_range(entry.batch)[1] >= MIN_BATCH
 
 
-#: Every built-in check's declaration, as written (in any order; :data:`CATALOG` orders them).
+#: Every built-in check's declaration, in the matrix's column order: the one list of the built-in check names. The
+#: order is a user-facing format (reports and diffs stay comparable across versions): a new check is appended,
+#: never inserted, renamed or removed (tests/test_vocabulary.py holds the names released so far).
 _DECLARATIONS = (
     Check(
         name="forward",
@@ -376,24 +378,22 @@ _DECLARATIONS = (
 )
 
 
-def _in_contract_order(checks) -> dict[str, Check]:
-    """The declarations by name in the contract's column order (:data:`audit.contract.CHECK_NAMES`, the one
-    list of the check names); a name declared here and not there, or there and not here, is the audit's bug."""
+def _by_name(checks) -> dict[str, Check]:
+    """The declarations by name, in their order; a name declared twice is the audit's bug."""
     by_name = {check.name: check for check in checks}
-    if set(by_name) != set(CHECK_NAMES):
-        raise InternalError(f"checks declared in catalog.py {sorted(by_name)} are not the contract's "
-                            f"{list(CHECK_NAMES)}")
-    return {name: by_name[name] for name in CHECK_NAMES}
+    if len(by_name) != len(checks):
+        raise InternalError(f"a check name is declared twice in catalog.py: {[check.name for check in checks]}")
+    return by_name
 
 
-#: Every built-in check's declaration, in matrix order (the contract's CHECK_NAMES).
-CATALOG: dict[str, Check] = _in_contract_order(_DECLARATIONS)
+#: Every built-in check's declaration by name, in matrix order.
+CATALOG: dict[str, Check] = _by_name(_DECLARATIONS)
 
 
 def declared(name: str, *, run=None, replay=None, model_replay=None, replay_helpers: tuple = (),
              script_values=None, refusals: tuple = (), stages: tuple = (), observe=None) -> Check:
     """The built-in check ``name``: its declaration here, with its code from its module: its property, and how it
-    is judged (``refusals``, ``stages`` and their excuses, :mod:`audit.checks.judgement`; without ``run``, the
-    declaration is judged: :meth:`~audit.checks.interface.Check.examine`)."""
+    is judged (``refusals``, ``stages`` and their excuses, :mod:`audit.checking.judgement`; without ``run``, the
+    declaration is judged: :func:`audit.checking.judgement.examine`)."""
     return replace(CATALOG[name], run=run, replay=replay, model_replay=model_replay, replay_helpers=replay_helpers,
                    script_values=script_values, refusals=refusals, stages=stages, observe=observe)

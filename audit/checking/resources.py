@@ -22,7 +22,7 @@ class Resource:
 
 RESOURCES = {resource.name: resource for resource in (
     Resource("ranks", "the distributed check's two rank processes (DistributedDataParallel, gloo on loopback): "
-                      "forked once, so they share the worker's torch import", "audit.checks.distributed:prefork_ranks"),
+                      "forked once, so they share the worker's torch import", "audit.runtime.ranks:prefork_ranks"),
 )}
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from audit.contract import real_counterpart
+from audit.core.contract import real_counterpart
 from audit.kit.explain import _analytic, _numeric, _unravel
 from audit.kit.jacobians import realified
 from audit.toolkit.jacobian import _EPS, gradcheck_tolerance

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from collections.abc import Callable
 
-from audit.contract import NUMERIC_PREFERENCE
+from audit.core.contract import NUMERIC_PREFERENCE
 from audit.registry.model import Entry
 from audit.kit.refusal import NotApplicable
-from audit.toolkit.violation import Violation
+from audit.core.violation import Violation
 
 __all__ = ["Check", "NotApplicable", "Violation"]  # a local check's imports: the interface re-exports the exceptions
 
@@ -51,13 +51,13 @@ class Check:
     """One column of the matrix.
 
     ``run(subject, case)`` raises :class:`Violation` when the property fails on ``case``; without one (the usual
-    case) the declaration is judged (:meth:`examine`, :mod:`audit.checks.judgement`): ``refusals`` (each
+    case) the declaration is judged (:func:`audit.checking.judgement.examine`): ``refusals`` (each
     ``(subject, case) -> reason``, "" to go on) make the case a skip before anything runs, then each of ``stages``
-    (:class:`audit.checks.judgement.Stage`: a property, when it runs, the excuses of its finding) runs in turn; with
+    (:class:`audit.checking.judgement.Stage`: a property, when it runs, the excuses of its finding) runs in turn; with
     no stages the property ``replay`` is held, ``observe(subject, case)`` giving its ``observe``, and its first
     finding fails the case. A ``run`` is written only for work of the check's own once per cell (a compiled or
     exported program, rank processes) or stages that retry; it settles findings with
-    :func:`audit.checks.judgement.settle`, by a finding's family, never by its wording.
+    :func:`audit.checking.judgement.settle`, by a finding's family, never by its wording.
     ``claimed(entry)`` says whether the property is claimed (or always required); an unclaimed
     property is still run and recorded as ``unsupported`` or ``xpass``. ``applies(entry)`` False
     means the check has nothing to say about the entry, and there is no cell. ``dtype_claimed``
@@ -67,7 +67,7 @@ class Check:
     entry's ``batch`` dim at least that large. ``replay`` is the property as one function of the replay kit's
     shape (:mod:`audit.kit`): ``property(fn, ref, args, **values) -> list[str]``, [] when it holds, plain torch
     and kit names only, so that a replay script carries its source and calls it as the check does
-    (:mod:`audit.checks.replayable`); ``run`` calls it through :func:`audit.checks.replayable.hold`.
+    (:mod:`audit.checking.replayable`); ``run`` calls it through :func:`audit.checking.replayable.hold`.
     ``model_replay`` is its twin for a ``model`` entry, and ``replay_helpers`` the check's own plain-torch
     functions they call. ``script_values(subject, case)`` gives the
     property's further keyword values (a name -> a value with a Python literal ``repr``, or a :class:`Case`, or a
@@ -83,7 +83,7 @@ class Check:
     ``needs_gradient``: the property is about gradients, so a target with no output that carries one (or no input
     that requires one) gives it nothing to compare: such a cell is a ``skip`` saying so, never a ``pass``. Whatever
     the check, a target that returned no tensor at all is a ``skip`` too (:func:`audit.engine.cell.nothing_compared`).
-    ``resource``: the name of a per-worker resource the check needs (:mod:`audit.checks.resources`, such as the
+    ``resource``: the name of a per-worker resource the check needs (:mod:`audit.checking.resources`, such as the
     distributed check's ranks): the worker that holds the run's resources starts it once, and with several workers
     the check's cells all go to that one, so the others never start it.
     ``fixes``: (kind, fix) pairs, the likely fix of a failure of each declared kind (``Violation.kind`` with its
@@ -125,12 +125,3 @@ class Check:
     stages: tuple = ()
     observe: Callable | None = None
 
-    def examine(self, subject, case) -> None:
-        """Raise :class:`Violation` when the property fails on ``case``: ``run``, or without one the declaration
-        judged (:func:`audit.checks.judgement.judge`: ``refusals``, then ``stages``, each with its excuses)."""
-        if self.run is not None:
-            self.run(subject, case)
-            return
-        from audit.checks import judgement  # imports torch: the check table is read without it
-
-        judgement.judge(self, subject, case)

@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from audit.errors import OutputError, UsageError
+from audit.core.errors import OutputError, UsageError
 
 #: How the matrix records when it was made (``created``): UTC, to the second.
 TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"

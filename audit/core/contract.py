@@ -6,19 +6,6 @@ import enum
 
 MATRIX_SCHEMA = "audit-matrix/1"
 
-#: Matrix columns, in their fixed order. New checks are appended, never renamed.
-CHECK_NAMES = (
-    "forward", "gradcheck", "gradgradcheck", "forward_ad", "undefined_grad", "empty", "determinism",
-    "dtype", "device", "noncontiguous", "alias", "saved_tensors", "vmap", "compile", "autocast",
-    "checkpoint", "opcheck", "export", "distributed",
-    # Extensions (appended, never renamed): modules and models.
-    "state_dict", "train_step", "accumulation",
-    # Extensions: gradients with only some inputs requiring grad; inputs shared across a batch.
-    "partial_grad", "shared_grad",
-    # Extension: a stochastic entry's distribution against its reference sampler.
-    "statistics",
-)
-
 #: The low-precision real dtypes: the dtype check probes them beyond the claimed ones.
 LOW_PRECISION_DTYPES = ("float16", "bfloat16")
 #: The real floating dtypes, then the complex ones: the one list every dtype vocabulary derives from.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.errors import UsageError
+from audit.core.errors import UsageError
 
 
 @dataclass(frozen=True)

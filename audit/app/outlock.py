@@ -6,7 +6,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from audit.errors import OutputError, UsageError
+from audit.core.errors import OutputError, UsageError
 
 
 @contextlib.contextmanager
