@@ -391,9 +391,9 @@ CATALOG: dict[str, Check] = _by_name(_DECLARATIONS)
 
 
 def declared(name: str, *, run=None, replay=None, model_replay=None, replay_helpers: tuple = (),
-             script_values=None, refusals: tuple = (), stages: tuple = (), observe=None) -> Check:
+             script_values=None, refusals: tuple = (), stages: tuple = ()) -> Check:
     """The built-in check ``name``: its declaration here, with its code from its module: its property, and how it
     is judged (``refusals``, ``stages`` and their excuses, :mod:`audit.checking.judgement`; without ``run``, the
     declaration is judged: :func:`audit.checking.judgement.examine`)."""
     return replace(CATALOG[name], run=run, replay=replay, model_replay=model_replay, replay_helpers=replay_helpers,
-                   script_values=script_values, refusals=refusals, stages=stages, observe=observe)
+                   script_values=script_values, refusals=refusals, stages=stages)

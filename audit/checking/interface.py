@@ -54,7 +54,7 @@ class Check:
     case) the declaration is judged (:func:`audit.checking.judgement.examine`): ``refusals`` (each
     ``(subject, case) -> reason``, "" to go on) make the case a skip before anything runs, then each of ``stages``
     (:class:`audit.checking.judgement.Stage`: a property, when it runs, the excuses of its finding) runs in turn; with
-    no stages the property ``replay`` is held, ``observe(subject, case)`` giving its ``observe``, and its first
+    no stages the property ``replay`` is held whole, and its first
     finding fails the case. A ``run`` is written only for work of the check's own once per cell (a compiled or
     exported program, rank processes) or stages that retry; it settles findings with
     :func:`audit.checking.judgement.settle`, by a finding's family, never by its wording.
@@ -67,7 +67,7 @@ class Check:
     entry's ``batch`` dim at least that large. ``replay`` is the property as one function of the replay kit's
     shape (:mod:`audit.kit`): ``property(fn, ref, args, **values) -> list[str]``, [] when it holds, plain torch
     and kit names only, so that a replay script carries its source and calls it as the check does
-    (:mod:`audit.checking.replayable`); ``run`` calls it through :func:`audit.checking.replayable.hold`.
+    (:mod:`audit.checking.replayable`), as :mod:`audit.checking.judgement` and a ``run`` do.
     ``model_replay`` is its twin for a ``model`` entry, and ``replay_helpers`` the check's own plain-torch
     functions they call. ``script_values(subject, case)`` gives the
     property's further keyword values (a name -> a value with a Python literal ``repr``, or a :class:`Case`, or a
@@ -123,5 +123,4 @@ class Check:
     repro_settings: tuple[str, ...] = ()
     refusals: tuple[Callable, ...] = ()
     stages: tuple = ()
-    observe: Callable | None = None
 

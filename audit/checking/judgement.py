@@ -190,12 +190,11 @@ def judge(check, subject, case) -> None:
     """Hold ``check``'s declaration on ``case`` (the order above): its refusals, then each stage, each stage's
     first finding settled by its excuses. A check that declares no stage has one: its ``replay`` held as it is."""
     refuse(check.refusals, subject, case)
-    for stage in check.stages or (Stage(observe=check.observe),):
+    for stage in check.stages or (Stage(),):
         if not stage.when(subject):
             continue
         refuse(stage.refusals, subject, case)
         observe = stage.observe(subject, case) if stage.observe is not None else None
-        found = (replayable.stage(check, stage.prop, subject, case, observe=observe) if stage.prop is not None
-                 else replayable.problems(check, subject, case, observe=observe))
+        found = replayable.stage(check, stage.prop or check.replay, subject, case, observe=observe)
         if settle(subject, case, found, stage.excuses):
             return

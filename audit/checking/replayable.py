@@ -21,7 +21,7 @@ from audit.core.contract import judged_by_own_error, wider_claimed
 from audit.inputs.case import Case
 from audit.kit.proxy import ProxyError
 from audit.registry.model import EntryKind
-from audit.core.violation import RegistryFault, Violation
+from audit.core.violation import RegistryFault
 
 
 def values(check, subject, case: Case) -> dict:
@@ -183,9 +183,3 @@ def stage(check, prop, subject, case: Case, *, observe=None) -> list[str]:
     ``run`` that excuses each stage's failure on its own terms."""
     return problems(replace(check, replay=prop), subject, case, observe=observe)
 
-
-def hold(check, subject, case: Case, *, observe=None) -> None:
-    """A :class:`Violation` with the first of :func:`problems`, if any."""
-    found = problems(check, subject, case, observe=observe)
-    if found:
-        raise Violation(found[0])

@@ -92,8 +92,11 @@ def run(subject, case) -> None:
     """Once per cell: compile and sweep shapes (compile time, recompiles). Every example: compare with eager.
     The stages of :func:`compile`, each called as it calls them; a model: :func:`compile_model`."""
     if subject.entry.kind == EntryKind.MODEL:
-        return replayable.hold(CHECK, subject, case, observe=lambda seconds: subject.metrics.update(
-            {"backend": subject.options.compile_backend, "compile_seconds": round(seconds, 3)}))
+        def observe(seconds):
+            subject.metrics.update({"backend": subject.options.compile_backend, "compile_seconds": round(seconds, 3)})
+
+        judgement.settle(subject, case, replayable.problems(CHECK, subject, case, observe=observe))
+        return
     mutates, seed = list(subject.entry.mutates), subject.seed
     eager = guarded(subject.fn, mutates, seed)
     if "compiled" not in subject.state:

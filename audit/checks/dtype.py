@@ -154,7 +154,7 @@ def run(subject, case) -> None:
     outputs, grads = call_vjp(fn, args, subject.seed)
     judgement.settle(subject, case, kept_dtypes(outputs, grads, args, values["dtype"]))
     if subject.entry.proxy:
-        replayable.hold(CHECK, subject, case)
+        judgement.settle(subject, case, replayable.problems(CHECK, subject, case))
         return
     if values["own_error"] and ref is not None:
         with reference.blamed_if_it_raises(subject, lambda: subject.args(case)):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from audit.checking.catalog import declared
+from audit.checking.judgement import Stage
 
 
 def opcheck(fn, ref, args, *, target, noncontiguous, observe=None) -> list:
@@ -63,7 +64,7 @@ def recorded(subject, case):
 
 CHECK = declared(
     "opcheck",
-    observe=recorded,
+    stages=(Stage(observe=recorded),),
     replay=opcheck,
     replay_helpers=(opcheck_line, opcheck_hint),
     script_values=lambda subject, case: {"noncontiguous": subject.entry.supports.noncontiguous},

@@ -13,6 +13,7 @@ import resource
 import torch
 
 from audit.checking.catalog import declared
+from audit.checking.judgement import Stage
 from audit.kit.models import built_model, model_batch, nonfinite, nonfinite_origin, parameter_grads, sgd, training_step
 
 
@@ -70,6 +71,6 @@ def recorded(subject, case):
 
 CHECK = declared(
     "train_step",
-    observe=recorded,
+    stages=(Stage(observe=recorded),),
     model_replay=train_step,
 )

@@ -7,6 +7,7 @@ for a repository's own checks.
 
 from __future__ import annotations
 
+
 class Violation(Exception):
     """The property did not hold on a case; the message says what, where and by how much.
 

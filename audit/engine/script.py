@@ -20,7 +20,7 @@ import numpy as np
 from audit.kit import MODULES
 from audit.kit.calls import called
 from audit.checking.interface import Check
-from audit.checking.replayable import UNGUARDED
+from audit.checking.replayable import UNGUARDED, accepted
 from audit.core.contract import COMPLEX_DTYPES
 from audit.inputs.case import Case, TensorArg, ValueArg
 from audit.registry.model import Entry, EntryKind
@@ -70,7 +70,7 @@ def replay_script(entry: Entry, check: Check, case: Case, *, dtype: str, device:
         lines.append("target = backward_only(target)  # the target refuses torch.autograd.grad")
     cases = {name: value for name, value in values.items() if _is_cases(value)}
     lines.append("# -- the values the cell called the property with ---")
-    used = _accepted(prop, values)
+    used = list(accepted(prop, values))
     lines += [f"{name} = {value!r}" for name, value in values.items()
               if name not in cases and name not in _WRITTEN and (name in used or name == "mutates")]
     lines += _case_lines({name: value for name, value in cases.items() if name in used}, dtype)
@@ -94,14 +94,6 @@ def replay_script(entry: Entry, check: Check, case: Case, *, dtype: str, device:
 
 #: Values the script writes on lines of their own, before the others.
 _WRITTEN = ("seed", "dtype", "device")
-
-
-def _accepted(prop: Callable[..., Any], values: dict[str, Any]) -> list[str]:
-    """The names of ``values`` that ``prop`` takes, as :func:`audit.checking.replayable.accepted` passes them."""
-    parameters = inspect.signature(prop).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return list(values)
-    return [name for name in values if name in parameters]
 
 
 def _unguarded(prop: Callable[..., Any], entry: Entry) -> list[str]:
