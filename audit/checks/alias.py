@@ -8,6 +8,7 @@ import torch
 from audit.checking.catalog import declared
 from audit.checking.interface import tolerance_values
 from audit.kit.autograd import differentiable, grad_outputs, vjp
+from audit.kit.calls import reseed
 from audit.kit.compare import mismatch
 from audit.kit.explain import torch_sentence
 from audit.kit.tensors import fresh, outputs_of, wide
@@ -175,7 +176,7 @@ class Passes:
         leaves = fresh(self.args)
         positions = grad_positions(leaves)
         with torch.random.fork_rng(devices=[] if self.device == "cpu" else None):
-            torch.manual_seed(self.seed)
+            reseed(self.seed)
             outputs = differentiable(outputs_of(self.fn(*with_copies(leaves, self.mutates))))
             if not positions or not outputs:
                 return None

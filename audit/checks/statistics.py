@@ -25,6 +25,7 @@ import torch
 from audit.checking.catalog import STATISTICS_DRAWS, STATISTICS_EXAMPLES, declared
 from audit.checking.interface import tolerance_values
 from audit.kit.autograd import vjp
+from audit.kit.calls import reseed
 from audit.core.contract import COMPLEX_DTYPES
 
 #: The false-alarm probability of one cell (a correct target failing).
@@ -40,7 +41,7 @@ def sample(f, args, mutates, seed, draws, cell_seed, elements=256):
     call of its floating outputs and the gradients of <outputs, cotangents drawn from ``cell_seed``> (see
     :func:`drawn`), each flattened and cut to its first ``elements`` (the samples' memory stays bounded), in
     float64; and each part's (label, shape, columns)."""
-    torch.manual_seed(seed)
+    reseed(seed)
     rows, parts, cots = [], None, None
     for _ in range(draws):
         outs, inputs, grads, cots = drawn(f, args, mutates, cots, cell_seed)

@@ -57,7 +57,7 @@ def _answer(request: GradientsRequest, loaded: dict, rank: int, world: int) -> G
     """This rank's gradients for ``request``, or the error, with where it happened."""
     from audit.runtime.isolation import isolated
 
-    from audit.runtime.randomness import reseed
+    from audit.kit.calls import reseed
 
     try:
         subject, state = _subject(request.spec, loaded)

@@ -2,8 +2,8 @@
 
 Two measures, both applied by :meth:`audit.runtime.subject.Subject.guard`:
 
-- :func:`reseed` before every evaluation puts torch's global CPU generator (and CUDA's, once initialised)
-  back to the cell's seed, so finite differences, a float64 rerun and a rerun after an in-place write all
+- :func:`audit.kit.calls.reseed` before every evaluation puts torch's global CPU generator (and CUDA's, once
+  initialised) back to the cell's seed, so finite differences, a float64 rerun and a rerun after an in-place write all
   see the noise the first call saw.
 - :class:`CanonicalDraws`, for entries that claim ``supports.deterministic: false``, makes each of torch's
   random draws (``randn_like``, ``bernoulli_``, dropout, ...) in float64, contiguous, on the CPU, then casts
@@ -31,16 +31,6 @@ DRAWS = frozenset({
     "log_normal", "log_normal_", "multinomial", "native_dropout", "normal", "normal_", "poisson", "rand",
     "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm", "random_", "uniform", "uniform_",
 })
-
-
-def reseed(seed: int) -> None:
-    """Put torch's global CPU generator, and CUDA's once initialised, back to ``seed``.
-
-    Not ``torch.manual_seed``: that also probes every other backend (about 0.5 ms a call, against 3 µs).
-    """
-    torch.default_generator.manual_seed(seed)
-    if torch.cuda.is_initialized():
-        torch.cuda.manual_seed_all(seed)
 
 
 class CanonicalDraws(TorchDispatchMode):

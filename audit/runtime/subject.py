@@ -14,6 +14,7 @@ import torch
 from audit.core.contract import real_counterpart
 from audit.inputs.case import Case, TensorArg
 from audit.inputs.sparse import sparse_from, through_dense
+from audit.kit import calls
 from audit.kit.tolerance import Tolerance
 from audit.registry.model import DEFAULT_TOLERANCE, Entry
 from audit.runtime import randomness
@@ -125,7 +126,7 @@ class Subject:
         ``supports.deterministic: false``, draws made the same in every dtype, layout and device
         (:mod:`audit.runtime.randomness`)."""
         if reseed:
-            randomness.reseed(self.seed)
+            calls.reseed(self.seed)
         if not canonical or self.entry.supports.deterministic:
             yield
             return

@@ -128,11 +128,12 @@ DRAWS = {
 
 
 def _draw(draw, dtype, layout: str) -> torch.Tensor:
+    from audit.kit.calls import reseed
     from audit.runtime import randomness
 
     template = torch.zeros(5, 20, dtype=dtype)  # 100 elements: torch's float32 and float64 streams differ
     template = template.t().contiguous().t() if layout == "transposed" else template
-    randomness.reseed(7)
+    reseed(7)
     with randomness.CanonicalDraws():
         noise = DRAWS[draw](template)
     raw = DRAWS[draw](template)
