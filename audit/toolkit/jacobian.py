@@ -23,8 +23,8 @@ def wrap(subject, args, call=None):
     return wrapped(subject.evaluate if call is None else lambda *full: call(list(full)), args)
 
 
-def gradcheck_options(subject, inputs) -> dict:
-    """eps and tolerances for the dtype; fast mode with atol scaled by size on large inputs.
+def gradcheck_options(subject, inputs, *, fast: bool = False) -> dict:
+    """eps and tolerances for the dtype; fast mode with atol scaled by size on large inputs, or wherever ``fast``.
 
     With a sparse input, gradcheck runs ``masked``: unspecified elements are neither perturbed nor compared.
     Fast mode compares one random projection vᵀJu, a sum over n terms, and scales atol by
@@ -33,7 +33,7 @@ def gradcheck_options(subject, inputs) -> dict:
     """
     atol, rtol = gradcheck_tolerance(subject)
     size = sum(x.numel() for x in inputs)
-    fast = size > SLOW_MODE_LIMIT
+    fast = fast or size > SLOW_MODE_LIMIT
     scale = size if fast else 1
     options = {"eps": _EPS[real_counterpart(subject.dtype)], "atol": atol / scale, "rtol": rtol / scale,
                "fast_mode": fast, "check_undefined_grad": False}
