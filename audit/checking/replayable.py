@@ -11,6 +11,7 @@ function's source, and calls it once: the check and its script cannot disagree o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from dataclasses import replace
 
@@ -26,7 +27,8 @@ from audit.core.violation import RegistryFault
 
 def values(check, subject, case: Case) -> dict:
     """Every value a property may ask for on ``case``: the standard ones (below), then the check's own
-    (``check.script_values``), a :class:`Case` among them standing for its argument list.
+    (``check.script_values``), a :class:`Case` among them standing for its argument list. Worked out once per case
+    and check (each stage of a cell, and the failure's script, ask again; :func:`_worked_out`), a new dict each time.
 
     Standard: ``seed`` (the cell's: cotangents are drawn from it), ``tol`` (the float64-tight tolerance of the
     dtype, an :class:`audit.kit.tolerance.Tolerance`), ``dtype`` and ``device`` (the cell's, a torch dtype and a
@@ -40,6 +42,18 @@ def values(check, subject, case: Case) -> dict:
     property may run the target in), ``proxy_name`` (the entry's ``proxy``, "" without one) and ``modes`` (a module
     entry's ``proxy_modes``: the modes its proxy is checked in, else None), ``via_backward`` (whether its gradients
     are taken through .backward(): the target refuses torch.autograd.grad)."""
+    memo = subject.state.get(_VALUES)
+    if memo is None or memo[0] is not case or memo[1] != check.name:
+        memo = subject.state[_VALUES] = (case, check.name, _worked_out(check, subject, case))
+    return dict(memo[2])
+
+
+#: Where :func:`values` keeps the last case's values in a cell's ``state`` (a cell's stages ask for one case in turn).
+_VALUES = "replayable.values"
+
+
+def _worked_out(check, subject, case: Case) -> dict:
+    """:func:`values`, computed."""
     tight = subject.tolerance(tight=True)
     entry = subject.entry
     found = {"seed": subject.seed, "tol": tight,
@@ -122,10 +136,20 @@ def observer(subject, case: Case, check: str, verdict: str = "not compared there
 
 def accepted(prop, found: dict) -> dict:
     """The values ``prop``'s signature names (a ``**`` parameter takes them all)."""
+    names = _named(prop)
+    if names is None:
+        return dict(found)
+    return {name: value for name, value in found.items() if name in names}
+
+
+@functools.lru_cache(maxsize=1024)
+def _named(prop) -> frozenset[str] | None:
+    """The parameter names of ``prop``'s signature; None where a ``**`` parameter takes any (read once a property:
+    inspect.signature costs more than the rest of a stage's bookkeeping)."""
     parameters = inspect.signature(prop).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return dict(found)
-    return {name: value for name, value in found.items() if name in parameters}
+        return None
+    return frozenset(parameters)
 
 
 def problems(check, subject, case: Case, *, observe=None) -> list[str]:
