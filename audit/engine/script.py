@@ -13,6 +13,7 @@ import functools
 import importlib
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -107,23 +108,43 @@ def kit_source(used_by: str = "") -> str:
     """The replay kit's source as one module (:func:`kit_text`); with ``used_by`` (the code that follows it in a
     script), only its imports and the definitions that code reaches, directly or through each other, in the kit's
     order: a script carries what it runs, not the whole kit."""
-    body = kit_text()
     if not used_by:
-        return body
-    statements = ast.parse(body).body
-    bound = {name: stmt for stmt in statements for name in _bound(stmt)}
+        return kit_text()
+    parts = _kit_parts()
+    bound = {name: part for part in parts for name in part.bound}
     wanted, pending = set(), list(_read(ast.parse(used_by)) & bound.keys())
     while pending:
         name = pending.pop()
         if name not in wanted:
             wanted.add(name)
-            pending += _read(bound[name]) & bound.keys()
+            pending += bound[name].reads & bound.keys()
+    kept = [part for part in parts if not part.bound or part.bound & wanted]
+    imports = "\n".join(part.text for part in kept if part.imports)
+    return "\n\n\n".join([imports] + [part.text for part in kept if not part.imports]) + "\n"
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One top-level statement of :func:`kit_text`: the names it binds and mentions, its source, whether it imports."""
+
+    bound: frozenset[str]
+    reads: frozenset[str]
+    text: str
+    imports: bool
+
+
+@functools.cache
+def _kit_parts() -> tuple[_Part, ...]:
+    """:func:`kit_text` as its top-level statements, parsed once a process (every failure's script walks them)."""
+    body = kit_text()
     lines = body.splitlines()
-    kept = [stmt for stmt in statements if not _bound(stmt) or _bound(stmt) & wanted]
-    imports = [stmt for stmt in kept if isinstance(stmt, (ast.Import, ast.ImportFrom))]
-    parts = ["\n".join(line for stmt in imports for line in lines[stmt.lineno - 1:stmt.end_lineno])]
-    parts += ["\n".join(lines[_first_line(stmt, lines) - 1:stmt.end_lineno]) for stmt in kept if stmt not in imports]
-    return "\n\n\n".join(parts) + "\n"
+    parts = []
+    for stmt in ast.parse(body).body:
+        imports = isinstance(stmt, (ast.Import, ast.ImportFrom))
+        start = stmt.lineno if imports else _first_line(stmt, lines)
+        parts.append(_Part(frozenset(_bound(stmt)), frozenset(_read(stmt)),
+                           "\n".join(lines[start - 1:stmt.end_lineno]), imports))
+    return tuple(parts)
 
 
 @functools.cache
