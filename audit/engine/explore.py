@@ -357,7 +357,11 @@ def given_cases(run: Callable[[Case], None], strategy: SearchStrategy[Case], exa
     test = given(strategy)(run)
     for case in reversed(special):  # as if written @example(first) ... @example(last): run in the given order
         test = example(case)(test)
-    return seed(seed_value)(configured(test))
+    test = seed(seed_value)(configured(test))
+    # No database, so no key: without one Hypothesis hashes the test's source (tokenized) at every search. A
+    # private attribute, which Hypothesis's own ``find`` sets to None the same way; a release without it hashes.
+    test._hypothesis_internal_database_key = None  # type: ignore[attr-defined]
+    return test
 
 
 def _since(start: float) -> float:

@@ -67,6 +67,11 @@ class Case:
     layouts: tuple = ()
     in_dims: tuple = ()
 
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        """How Hypothesis prints a case (it writes each explicit example out, even one that passes): its sizes and
+        shapes, not every value (the values' repr cost a millisecond a special point)."""
+        printer.text(f"Case{self.describe()}")
+
     def to_json(self) -> dict:
         """A JSON-ready form that :meth:`from_json` reads back exactly."""
         data = {"dims": dict(self.dims), "args": [a.to_json() for a in self.args]}
