@@ -27,7 +27,7 @@ from audit.engine.tampering import Watch
 from audit.results.environment import Environment
 from audit.results.kinds import ErrorKind
 from audit.results.outcome import CellKey, Outcome, Verdict, error_outcome
-from audit.runtime import fingerprint, health
+from audit.runtime import collection, fingerprint, health
 from audit.runtime.channel import connect, keep_tails
 from audit.runtime.mutant import PROBE
 from audit.runtime.reaper import become_subreaper, die_with_parent
@@ -65,6 +65,7 @@ def main(argv: list[str]) -> int:
         for name in argv[3:]:
             resources.start(name)  # before any target is loaded, and before the memory cap's watchdog thread
     memory.cap(int(argv[2]))
+    collection.tune()  # after the imports: they are never garbage
     report_to(lambda what: outbox.send(StartUp(what)))
     health.own()
     bounds, served = health.Bounds(health.read(), int(argv[2])), 0
