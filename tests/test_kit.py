@@ -126,3 +126,21 @@ def test_a_dynamo_message_that_lost_the_users_line_gets_it_from_the_graph_break_
         "Data-dependent branching; Explanation: Detected data-dependent branching. "
         '(File "/src/mine.py", line 76, in forward, code: if x.sum() > 0:)')
     assert compiled.dynamo_user_site(RuntimeError("no record")) == ""
+
+
+def test_reseed_gives_torch_s_stream_for_the_seed_without_manual_seed(monkeypatch):
+    """A guarded call starts from the seed's stream (a stochastic target draws the same at every call), as after
+    torch.manual_seed, which the kit no longer calls per call (each queued CUDA's lazy seed with a stack trace)."""
+    import torch
+
+    from audit.kit.calls import guarded, reseed
+
+    torch.manual_seed(5)
+    expected = torch.rand(4)
+    torch.rand(100)  # the stream moved on
+    reseed(5)
+    assert torch.equal(torch.rand(4), expected)
+    monkeypatch.setattr(torch, "manual_seed", lambda seed: pytest.fail("a guarded call called torch.manual_seed"))
+    noisy = guarded(lambda x: x + torch.rand(3), seed=5)
+    assert torch.equal(noisy(torch.zeros(3)), noisy(torch.zeros(3)))
+    assert torch.equal(noisy(torch.zeros(3)), expected[:3])

@@ -81,14 +81,15 @@ _DECLARATIONS = (
         run=_not_loaded,
         contract="the analytic gradient equals central finite differences (torch.autograd.gradcheck, "
                  "slow mode up to 1,024 input elements, fast mode with atol scaled by size beyond), with "
-                 "respect to a module's parameters too, and with a reference, equals the reference's "
+                 "respect to a module's parameters too (fast mode, atol scaled by their size), and with a "
+                 "reference, equals the reference's "
                  "gradient at float64-tight tolerance (in half precision, and in float32 without float64, within "
                  "2x, in float32 10x, the error the reference itself makes in that dtype, and no finite "
                  "differences below float32); special points (zeros, bounds, identity, rotations, repeated "
                  "singular values, equal arguments...) are tried before random draws; with a proxy (an intended "
                  "gradient), the gradient equals the proxy's float64 autograd gradient instead, and no finite "
                  "differences of the forward are taken",
-        version=4,
+        version=5,
         special=True,
         fixes=(("gradient of input #", "the backward's formula for that input is wrong: derive it again from the "
                                        "forward (the replay prints the analytic and the numeric gradient)"),

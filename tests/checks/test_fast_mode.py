@@ -51,3 +51,47 @@ def test_fast_mode_still_catches_a_single_wrong_element(tmp_path):
 
 def test_fast_mode_passes_a_correct_function(tmp_path):
     assert observe(_big(tmp_path, f"{F}:Cube"), "gradcheck", examples=3).verdict == HELD
+
+
+class _OneWeightOff(torch.autograd.Function):
+    """x * w by rows; w's gradient right but for its first element, 1.5x too large."""
+
+    @staticmethod
+    def forward(x, w):
+        return x * w
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        gw = (grad * x).sum(0)
+        gw[0] *= 1.5
+        return grad * w, gw
+
+
+class OneWeightOff(torch.nn.Module):
+    """Eight parameters, one of whose gradients is wrong: fast mode's single projection must still see it."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.rand(8) + 0.5)
+
+    def forward(self, x):
+        return _OneWeightOff.apply(x, self.w)
+
+
+def test_a_module_s_parameters_are_judged_in_fast_mode_and_one_wrong_element_is_caught(tmp_path):
+    import sys
+
+    sys.modules[__name__].OneWeightOff = OneWeightOff
+    module = {"kind": "module", "inputs": [{"shape": ["B", 8]}], "dims": {"B": [1, 3]}}
+    subject = type("S", (), {"entry": entry(tmp_path, target=f"{__name__}:OneWeightOff", **module),
+                             "dtype": "float64"})()
+    options = gradcheck_options(subject, [torch.zeros(8)], fast=True)
+    assert options["fast_mode"] and options["atol"] == 1e-5 / 8 and options["rtol"] == 1e-3 / 8
+    found = observe(entry(tmp_path, target=f"{__name__}:OneWeightOff", **module), "gradcheck", examples=5)
+    assert found.verdict == VIOLATED and "with respect to parameter 'w'" in found.message, found.message
+    assert "parameter_options = {'eps': 1e-06, 'atol': 1.25e-06, 'rtol': 0.000125, 'fast_mode': True" in found.script

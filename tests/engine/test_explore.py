@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import strategies as st
 
 from audit.checking.interface import Violation
@@ -76,3 +77,19 @@ def test_the_cases_do_not_depend_on_which_modules_were_imported_before(tmp_path,
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.import_module("odd_literals")
     assert drawn() == before
+
+
+def test_a_search_hashes_no_source_and_prints_a_case_as_its_shapes(monkeypatch):
+    """No database, so no key: Hypothesis would hash the test's tokenized source at every search. And a passing
+    explicit example (a special point) is printed by Hypothesis all the same: as its shapes, not value by value."""
+    import hypothesis.core
+    import numpy as np
+    from hypothesis.vendor.pretty import pretty
+
+    from audit.inputs.case import Case, TensorArg
+
+    monkeypatch.setattr(hypothesis.core, "function_digest", lambda test: pytest.fail("the test's source was hashed"))
+    case = Case(dims=(("N", 3),), args=(TensorArg(values=np.arange(3.0), requires_grad=True),))
+    found = explore(lambda x: None, st.floats(0, 1), examples=5, seed_value=1, special=(case,))
+    assert found.held and found.special == 1
+    assert pretty(case) == "Case([3]) with N=3"
