@@ -1,5 +1,5 @@
 """Where the audit's time goes, check by check: the overhead benchmark's cells (the benchmark registry, the five
-checks of ``bench.run.OVERHEAD_CHECKS``, on the CPU, the examples a run gives claimed and unclaimed cells),
+checks of ``bench.overhead.OVERHEAD_CHECKS``, on the CPU, the examples a run gives claimed and unclaimed cells),
 each run in this process under cProfile as a worker runs it, their time split into the parts of a cell.
 
 A part is the cumulative time of the functions that do it (``PARTS``); parts may nest (the target's calls happen
@@ -127,8 +127,25 @@ def table(found: dict) -> str:
     return "\n".join(rows)
 
 
+def measure(work: Path | None = None) -> dict:
+    """:func:`profiled` over the overhead benchmark's checks (the work folder is not needed: nothing is written)."""
+    from bench.overhead import OVERHEAD_CHECKS
+
+    torch.set_num_threads(1)
+    return profiled(tuple(OVERHEAD_CHECKS))
+
+
+def render(found: dict) -> list[str]:
+    """The section's body, as lines."""
+    return ["The overhead run's cells (the five checks on the benchmark registry, the CPU, the run's example counts), "
+            "each run in one process under cProfile as a worker runs it. A part is the time of the functions that do "
+            "it, a call of one from another counted once; parts nest (the target is called inside torch's gradcheck), "
+            "so each is read against its check's total, never summed. Seconds are cProfile's, inflated where Python "
+            "code dominates: read the shares.", "", *table(found).splitlines(), ""]
+
+
 def main(argv: list[str]) -> int:
-    from bench.run import OVERHEAD_CHECKS
+    from bench.overhead import OVERHEAD_CHECKS
 
     parser = argparse.ArgumentParser(prog="python -m bench.costs")
     parser.add_argument("--top", type=int, default=0, help="also print the N costliest functions of each check")

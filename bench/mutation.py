@@ -1,7 +1,7 @@
 """What ``audit mutate`` costs: the benchmark registry mutated at ``-j 2``, no cache.
 
 ``python -m bench.mutation`` (from the repository root) runs ``audit mutate --registry bench/registry.yaml -j 2``
-into a temporary folder and prints section 13 of ``bench/results.md``: the wall time (baseline audit included), the
+into a temporary folder and prints its section of ``bench/results.md``: the wall time (baseline audit included), the
 mutants and their fates, the cost per mutant and per entry, and the kill rate of each entry. Set BENCH_JOBS for
 another ``-j``.
 """
@@ -10,31 +10,23 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-REGISTRY = ROOT / "bench" / "registry.yaml"
+from bench.timing import AUDIT, REGISTRY, spent
+
 JOBS = os.environ.get("BENCH_JOBS", "2")
 
 
-def measure(registry: Path = REGISTRY) -> dict:
+def measure(work: Path, registry: Path = REGISTRY) -> dict:
     """The run's seconds and its ``mutation.json``."""
-    with tempfile.TemporaryDirectory(prefix="audit-bench-mutate-") as folder:
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", "from audit.cli import main; main()", "mutate", "--registry",
-                               str(registry), "--out", folder, "-j", JOBS, "--no-cache"], cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        seconds = time.perf_counter() - start
-        if done.returncode not in (0, 1):
-            raise SystemExit(f"audit mutate failed ({done.returncode}): {done.stderr[-2000:]}")
-        return {"seconds": seconds, "report": json.loads((Path(folder) / "mutation.json").read_text())}
+    found = spent(AUDIT + ["mutate", "--registry", str(registry), "--out", str(work / "mutate"), "-j", JOBS,
+                           "--no-cache"])
+    return {"seconds": found.wall, "report": json.loads((work / "mutate" / "mutation.json").read_text())}
 
 
 def render(found: dict) -> list[str]:
+    """The section's body, as lines."""
     report, seconds = found["report"], found["seconds"]
     counts = report["counts"]
     total = sum(counts.values())
@@ -42,8 +34,7 @@ def render(found: dict) -> list[str]:
     mutated = [e for e in entries if e["mutants"]]
     rate = report["kill_rate"]
     lines = [
-        f"## 13. Mutation testing (`python -m bench.mutation`, -j {JOBS}, a separate run, {time.strftime('%Y-%m-%d')})",
-        "", "| | |", "|---|---|",
+        f"`audit mutate --registry bench/registry.yaml -j {JOBS} --no-cache`.", "", "| | |", "|---|---|",
         f"| wall time, the baseline audit included (target < 600 s for 20 entries) | {seconds:.0f} s |",
         f"| entries / with Python source to mutate | {len(entries)} / {len(mutated)} |",
         f"| mutants: killed, survived, equivalent, errored | {total}: {counts['killed']}, {counts['survived']}, "
@@ -64,4 +55,5 @@ def render(found: dict) -> list[str]:
 
 
 if __name__ == "__main__":
-    print("\n".join(render(measure())))
+    with tempfile.TemporaryDirectory(prefix="audit-bench-mutate-") as folder:
+        print("\n".join(render(measure(Path(folder)))))

@@ -1,220 +1,144 @@
-"""Every benchmark of the audit, one command: ``python -m bench.run`` (from the repository root).
+"""Every benchmark of the audit, one command: ``python -m bench.run`` (from the repository root, about 50 minutes).
 
-Writes ``bench/results.md``: the machine, the versions, the command, and a table per benchmark. Timings
-are wall-clock medians of alternated runs on this machine; nothing here is a test and nothing fails on
-time. Set BENCH_ROUNDS (default 2) for more rounds.
+Writes ``bench/results.md``: the machine, then one section per benchmark (:data:`SECTIONS`), each saying when it was
+measured, at which commit and in how long. ``--only KEY`` (repeatable) measures those sections again and keeps the
+others as the file has them; ``--list`` names the keys. Timings are medians of alternated runs on this machine;
+nothing here is a test and nothing fails on time. ``BENCH_ROUNDS`` sets the rounds of most sections (default 3),
+``BENCH_PAIRS`` the overhead's pairs (default 5).
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import platform
-import resource
-import shutil
-import statistics
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench import special
+from bench import costs, half, health, jit, mutation, overhead, premerge, scale, scaling, schedule, special, warm
+from bench.timing import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-REGISTRY = ROOT / "bench" / "registry.yaml"
-AUDIT = [sys.executable, "-c", "from audit.cli import main; main()"]
-OVERHEAD_CHECKS = ["gradcheck", "gradgradcheck", "opcheck", "vmap", "compile"]
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
+RESULTS = ROOT / "bench" / "results.md"
 
 
-def timed(command: list[str], **kwargs) -> float:
-    """Seconds one command took (its output discarded; a failure is reported, not hidden)."""
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kwargs)
-    seconds = time.perf_counter() - start
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return seconds
+@dataclass(frozen=True)
+class Section:
+    """One section of the results: its key (``--only``), heading, the measurement it reads (shared by sections that
+    read one run) and how its body is written from it."""
+
+    key: str
+    title: str
+    measurement: str
+    render: Callable[[dict], list[str]]
 
 
-def audit_run(registry: Path, out: Path, *extra: str) -> list[str]:
-    return AUDIT + ["run", "--registry", str(registry), "--out", str(out), "--progress", "off", *extra]
+#: Each measurement by name: ``measure(work folder) -> dict``.
+MEASUREMENTS: dict[str, Callable[[Path], dict]] = {
+    "overhead": overhead.measure, "scaling": scaling.measure, "premerge": premerge.measure, "scale": scale.measure,
+    "health": health.measure, "special": special.measure, "warm": warm.measure, "jit": jit.measure,
+    "schedule": schedule.measure, "half": half.measure, "mutation": mutation.measure, "costs": costs.measure,
+}
+
+SECTIONS = (
+    Section("overhead", "Overhead against the bare checks (paired)", "overhead", overhead.render),
+    Section("scaling", "Parallel scaling (every check)", "scaling", scaling.render_scaling),
+    Section("premerge", "Pre-merge cost (`--profile premerge`, the result cache)", "premerge", premerge.render),
+    Section("per-check", "Per-check cost (mean seconds per cell, `-j 1` run, skips left out)", "scaling",
+            scaling.render_per_check),
+    Section("scale", "Scale (a generated registry of 1,000 entries)", "scale", scale.render),
+    Section("unclaimed", "Unclaimed probes (the `-j 1` every-check run)", "scaling", scaling.render_unclaimed),
+    Section("health", "Worker health (`python -m bench.health`)", "health", health.render),
+    Section("special", "Special points (the gradient checks' structured cases, CPU seconds in this process)",
+            "special", special.render),
+    Section("warm", "Warm pre-merge against `import torch`, paired (`python -m bench.warm`)", "warm", warm.render),
+    Section("jit", "JIT caches per worker slot (`python -m bench.jit`)", "jit", jit.render),
+    Section("schedule", "Schedule independence (`python -m bench.schedule`)", "schedule", schedule.render),
+    Section("half", "Half precision judged by the precision's own error (`python -m bench.half`)", "half", half.render),
+    Section("mutation", "Mutation testing (`python -m bench.mutation`, -j 2)", "mutation", mutation.render),
+    Section("costs", "Where the audit's time goes (`python -m bench.costs`, cProfile)", "costs", costs.render),
+)
+
+#: The line before each section in the file, by which ``--only`` finds what to keep.
+MARK = "<!-- bench section: {key} -->"
 
 
-def overhead(work: Path) -> dict:
-    checks = [arg for name in OVERHEAD_CHECKS for arg in ("--check", name)]
-    audit_times, floor_times, floor_checks = [], [], {}
-    for _ in range(ROUNDS):
-        audit_times.append(timed(audit_run(REGISTRY, work / "overhead", *checks, "-j", "1")))
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "bench.floor", str(REGISTRY)], cwd=ROOT, capture_output=True,
-                              text=True, check=True)
-        floor_times.append(time.perf_counter() - start)
-        floor_checks = floor_per_check(done.stdout)
-    matrix = json.loads((work / "overhead" / "matrix.json").read_text())
-    cells = sum(c["seconds"] for e in matrix["entries"] for c in e["cells"])
-    in_cells = {name: sum(c["seconds"] for e in matrix["entries"] for c in e["cells"] if c["check"] == name)
-                for name in OVERHEAD_CHECKS}
-    audit, floor = statistics.median(audit_times), statistics.median(floor_times)
-    return {"audit": audit, "floor": floor, "ratio": audit / floor, "cells": cells, "engine": audit - cells,
-            "by_check": [(name, in_cells[name], floor_checks.get(name, float("nan"))) for name in OVERHEAD_CHECKS]}
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", choices=[s.key for s in SECTIONS], help="measure this section")
+    parser.add_argument("--list", action="store_true", help="name each section's key and stop")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(f"{s.key}: {s.title}" for s in SECTIONS))
+        return 0
+    chosen = [s for s in SECTIONS if not args.only or s.key in args.only]
+    kept = kept_sections(RESULTS.read_text() if RESULTS.exists() else "")
+    missing = [s.key for s in SECTIONS if s not in chosen and s.key not in kept]
+    if missing:
+        raise SystemExit(f"bench/results.md has no section {', '.join(missing)} to keep: measure it too (--only) or "
+                         "run every section")
+    bodies = {**kept, **measured(chosen)}
+    RESULTS.write_text(document(bodies))
+    print(f"wrote {RESULTS}: {', '.join(s.key for s in chosen)} measured")
+    return 0
 
 
-def floor_per_check(output: str) -> dict[str, float]:
-    """The floor's seconds per check, from its last line (``... per check: gradcheck 3.20 s, ...``)."""
-    listed = output.strip().splitlines()[-1].split("per check: ", 1)[1]
-    return {name: float(seconds.removesuffix(" s")) for name, seconds in
-            (item.split(" ", 1) for item in listed.split(", "))}
+def measured(sections: list[Section]) -> dict[str, str]:
+    """Each section's text: its measurement made once (sections reading one run share it), then rendered, headed by
+    when, at which commit and in how long it was measured."""
+    found: dict[str, tuple[dict, float]] = {}
+    texts = {}
+    with tempfile.TemporaryDirectory(prefix="audit-bench-") as folder:
+        for section in sections:
+            name = section.measurement
+            if name not in found:
+                work = Path(folder) / name
+                work.mkdir()
+                start = time.perf_counter()
+                result = MEASUREMENTS[name](work)
+                found[name] = (result, time.perf_counter() - start)
+                print(f"{name}: {found[name][1]:.0f} s", file=sys.stderr)
+            result, seconds = found[name]
+            stamp = (f"Measured {time.strftime('%Y-%m-%d')} at {commit()} (`python -m bench.run --only {section.key}`; "
+                     f"its measurement took {seconds:.0f} s).")
+            texts[section.key] = "\n".join([stamp, "", *section.render(result)]).rstrip() + "\n"
+    return texts
 
 
-def scaling(work: Path) -> dict:
-    one, two = [], []
-    for _ in range(ROUNDS):
-        one.append(timed(audit_run(REGISTRY, work / "j1", "-j", "1")))
-        two.append(timed(audit_run(REGISTRY, work / "j2", "-j", "2")))
-    matrix = json.loads((work / "j1" / "matrix.json").read_text())
-    return {"j1": statistics.median(one), "j2": statistics.median(two), "speedup": statistics.median(one) /
-            statistics.median(two), "matrix": matrix}
+def kept_sections(text: str) -> dict[str, str]:
+    """The body of each marked section of ``text`` (below its heading), by key."""
+    parts = re.split(r"^<!-- bench section: ([\w-]+) -->\n## [^\n]*\n\n", text, flags=re.MULTILINE)
+    return {key: body.rstrip() + "\n" for key, body in zip(parts[1::2], parts[2::2])}
 
 
-def premerge(work: Path) -> dict:
-    """A copy of the benchmark registry whose own targets module can be edited like a pull request would."""
-    folder = work / "premerge"
-    folder.mkdir()
-    shutil.copy(ROOT / "bench" / "targets.py", folder / "bench_targets_copy.py")
-    (folder / "registry.yaml").write_text(REGISTRY.read_text().replace("bench.targets:", "bench_targets_copy:"))
-    registry, out, cache = folder / "registry.yaml", folder / "out", folder / "cache"
-    args = ("--profile", "premerge", "--cache-dir", str(cache))
-    cold = timed(audit_run(registry, out, *args))
-    warm = statistics.median(timed(audit_run(registry, out, *args)) for _ in range(ROUNDS + 1))
-    source = folder / "bench_targets_copy.py"
-    source.write_text(source.read_text() + "\n# a pull request touches this file: every Power entry re-audits\n")
-    changed = timed(audit_run(registry, out, *args))
-    torch = statistics.median(timed([sys.executable, "-c", "import torch"]) for _ in range(ROUNDS + 1))
-    bare = statistics.median(timed([sys.executable, "-c", "pass"]) for _ in range(ROUNDS + 1))
-    return {"cold": cold, "warm": warm, "changed": changed, "torch": torch, "python": bare, "ratio": warm / torch}
-
-
-def scale(work: Path) -> dict:
-    import yaml
-
-    entries = [{"name": f"power_{i}", "target": "bench.targets:Power2", "inputs": [{"shape": ["B", "N"]}],
-                "dims": {"B": [1, 4], "N": [1, 6]}} for i in range(1000)]
-    big = work / "big.yaml"
-    big.write_text(yaml.safe_dump({"version": 1, "defaults": {"owner": "@bench"}, "entries": entries}))
-    validate = statistics.median(timed(AUDIT + ["validate", str(big)]) for _ in range(ROUNDS + 1))
-    listing = statistics.median(timed(AUDIT + ["list", "--registry", str(big)]) for _ in range(ROUNDS))
-    from audit.app.shard import split
-
-    start = time.perf_counter()
-    split([f"e{i}" for i in range(1000)], 8, {f"e{i}": float(i % 17) for i in range(1000)})
-    planning = time.perf_counter() - start
-    return {"validate": validate, "list": listing, "shard_split": planning}
-
-
-def worker_memory(work: Path) -> float:
-    """Peak RSS (MiB) of the largest process of a one-entry gradcheck run: the worker."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run(audit_run(REGISTRY, work / "memory", "--select", "power3", "--check", "gradcheck"), cwd=ROOT,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-
-
-def unclaimed_share(matrix: dict) -> dict:
-    """How much of a default run's cell time goes to unclaimed probes (a float16/bfloat16 dtype probe, a
-    property the entry does not claim), overall and per check, skips included (a skip costs little)."""
-    total, unclaimed, by_check = 0.0, 0.0, {}
-    for entry in matrix["entries"]:
-        for cell in entry["cells"]:
-            total += cell["seconds"]
-            if not cell.get("claimed", True):
-                unclaimed += cell["seconds"]
-                by_check[cell["check"]] = by_check.get(cell["check"], 0.0) + cell["seconds"]
-    return {"total": total, "unclaimed": unclaimed, "share": unclaimed / total if total else 0.0,
-            "by_check": sorted(by_check.items(), key=lambda item: -item[1])}
-
-
-def per_check(matrix: dict) -> list[tuple[str, int, float]]:
-    totals: dict[str, list[float]] = {}
-    for entry in matrix["entries"]:
-        for cell in entry["cells"]:
-            if cell["status"] != "skip":
-                totals.setdefault(cell["check"], []).append(cell["seconds"])
-    return sorted(((name, len(v), sum(v) / len(v)) for name, v in totals.items()), key=lambda row: -row[2])
-
-
-def render(results: dict, started: float) -> str:
+def document(bodies: dict[str, str]) -> str:
+    """The whole file: the machine, then every section in order, numbered."""
     import torch
 
-    o, s, p, c = results["overhead"], results["scaling"], results["premerge"], results["scale"]
-    lines = [
-        "# Benchmarks", "",
-        f"Command: `python -m bench.run` (from the repository root), {ROUNDS} alternated rounds, medians; "
-        f"{time.perf_counter() - started:.0f} s in all.", "",
-        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"torch {torch.__version__}; benchmark registry: `bench/registry.yaml` (21 entries: functions, a callable, "
-        "ops, a module).", "",
-        "## 1. Overhead against the bare checks", "",
-        "| | seconds |", "|---|---|",
-        f"| `audit run -j 1` with {', '.join(OVERHEAD_CHECKS)} | {o['audit']:.1f} |",
-        "| the floor (`bench/floor.py`: the same torch checks on the same example counts, one process) | "
-        f"{o['floor']:.1f} |",
-        f"| **ratio** (target ≤ 1.10) | **{o['ratio']:.2f}** |",
-        f"| of the audit's time: inside cells (the checks themselves) | {o['cells']:.1f} |",
-        f"| of the audit's time: the engine (imports, workers, scheduling, reports) | {o['engine']:.1f} |", "",
-        "| check | audit, inside its cells (s) | floor (s) |", "|---|---|---|",
-        *[f"| {name} | {mine:.1f} | {bare:.1f} |" for name, mine, bare in o["by_check"]], "",
-        "## 2. Parallel scaling (every check)", "",
-        "| | seconds |", "|---|---|",
-        f"| `-j 1` | {s['j1']:.1f} |", f"| `-j 2` | {s['j2']:.1f} |",
-        f"| **speed-up** (target ≥ 1.80) | **{s['speedup']:.2f}** |", "",
-        "## 3. Pre-merge cost (`--profile premerge`, the result cache)", "",
-        "| | seconds |", "|---|---|",
-        f"| cold (empty cache) | {p['cold']:.1f} |",
-        f"| warm, nothing changed | {p['warm']:.2f} |",
-        f"| one targets file changed (the 6 Power entries and ScaleRows re-audit) | {p['changed']:.1f} |",
-        f"| `python -c \"import torch\"` | {p['torch']:.2f} |",
-        f"| `python -c pass` | {p['python']:.2f} |",
-        f"| **warm / import torch** (target ≤ 1.10) | **{p['ratio']:.2f}** |", "",
-        "## 4. Per-check cost (mean seconds per cell, `-j 1` run, skips left out)", "",
-        "| check | cells | mean s |", "|---|---|---|",
-    ]
-    lines += [f"| {name} | {count} | {mean:.3f} |" for name, count, mean in per_check(s["matrix"])]
-    lines += [
-        "", "## 5. Scale (a generated registry of 1,000 entries)", "",
-        "| | seconds |", "|---|---|",
-        f"| `audit validate` (target < 1) | {c['validate']:.2f} |",
-        f"| `audit list` (target < 0.5) | {c['list']:.2f} |",
-        f"| shard planning (`split` of 1,000 entries into 8, by durations) | {c['shard_split']:.3f} |",
-        f"| peak memory of a worker (one gradcheck cell on default sizes), MiB | {results['memory']:.0f} |", "",
-    ]
-    u = unclaimed_share(s["matrix"])
-    lines += [
-        "## 6. Unclaimed probes (the `-j 1` every-check run)", "",
-        "What the probes cost: cells of a property or dtype the entry does not claim, which never gate but say what",
-        "could be claimed (`xpass`) or is not supported (`unsupported`).", "",
-        "| | seconds |", "|---|---|",
-        f"| every cell | {u['total']:.1f} |",
-        f"| unclaimed cells | {u['unclaimed']:.1f} |",
-        f"| **unclaimed share** (target ≤ 25%) | **{100 * u['share']:.0f}%** |", "",
-        "| check (unclaimed cells only) | seconds |", "|---|---|",
-    ]
-    lines += [f"| {name} | {seconds:.1f} |" for name, seconds in u["by_check"]]
-    lines += ["", *special.render(results["special"])]
-    return "\n".join(lines) + "\n"
+    lines = ["# Benchmarks", "",
+             "Command: `python -m bench.run` (from the repository root) measures every section; `python -m bench.run "
+             "--only KEY` measures one again and keeps the others. Each section says when it was measured. Commands "
+             "run as Python runs by default, writing and reusing bytecode.", "",
+             f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+             f"torch {torch.__version__}; benchmark registry: `bench/registry.yaml` (21 entries: functions, a "
+             "callable, ops, a module). Decisions measured once against earlier code, which no later run can "
+             "repeat, are in `bench/history.md`.", ""]
+    for number, section in enumerate(SECTIONS, 1):
+        lines += [MARK.format(key=section.key), f"## {number}. {section.title}", "", bodies[section.key]]
+    return "\n".join(lines).rstrip() + "\n"
 
 
-def main() -> int:
-    started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="audit-bench-") as folder:
-        work = Path(folder)
-        results = {"overhead": overhead(work), "scaling": scaling(work), "premerge": premerge(work),
-                   "scale": scale(work), "memory": worker_memory(work), "special": special.measure()}
-        text = render(results, started)
-    (ROOT / "bench" / "results.md").write_text(text)
-    print(text)
-    return 0
+def commit() -> str:
+    """The checkout's commit, short, with ``+`` when the working tree differs from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                           text=True)
+    return (head.stdout.strip() or "unknown") + ("+" if dirty.stdout.strip() else "")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.run import REGISTRY, ROOT, audit_run, timed
+from bench.timing import REGISTRY, ROOT, audit_run, timed
 
 REGISTRIES = {"`registry.yaml`": ROOT / "registry.yaml", "`bench/registry.yaml`": REGISTRY}
 #: Each schedule: its name, and the runs that make it (the extra arguments of each).
@@ -46,22 +46,40 @@ def differences(reference: Cells, other: Cells) -> list[str]:
             if reference.get(k) != other.get(k)]
 
 
-def main(only: list[str]) -> int:
-    """``only``: the registries' names to run (``registry.yaml``, ``bench/registry.yaml``); all when empty."""
-    rows = ["| registry | schedule | cells | seconds | **differences from -j 1** |", "|---|---|---|---|---|"]
+def measure(work: Path, only: list[str] | None = None) -> dict:
+    """Each schedule's cells, seconds and differences from ``-j 1``, for each registry (``only``: the registries'
+    names to run, ``registry.yaml`` or ``bench/registry.yaml``; all when empty)."""
+    rows: list[tuple[str, str, int, float, int | None]] = []
     found: list[str] = []
+    for name, registry in [(n, r) for n, r in REGISTRIES.items() if not only or n.strip("`") in only]:
+        folder = work / registry.parent.name
+        reference, seconds = cells(registry, folder / "j1", [["-j", "1"]])
+        rows.append((name, "-j 1 (reference)", len(reference), seconds, None))
+        for schedule, runs in SCHEDULES.items():
+            other, seconds = cells(registry, folder / schedule.replace(" ", "_"), runs)
+            differ = differences(reference, other)
+            found += [f"{name} {schedule}: {d}" for d in differ]
+            rows.append((name, schedule, len(other), seconds, len(differ)))
+    return {"rows": rows, "differences": found}
+
+
+def render(found: dict) -> list[str]:
+    """The section's body, as lines: the table, then each difference (there should be none)."""
+    return ["Every cell's status and message at `-j 1` (the reference) against `-j 2`, `-j 4` and two shard splits "
+            "(2 and 3 shards, each at `-j 2`, their cells put together), `--no-cache`, default examples. Any "
+            "difference is a bug.", "",
+            "| registry | schedule | cells | seconds | **differences from -j 1** |", "|---|---|---|---|---|",
+            *[f"| {name} | {schedule} | {count} | {seconds:.0f} | {'' if differ is None else f'**{differ}**'} |"
+              for name, schedule, count, seconds, differ in found["rows"]], "",
+            *[f"- {line}" for line in found["differences"]], *([""] if found["differences"] else [])]
+
+
+def main(only: list[str]) -> int:
+    """Print the section; exit 1 when a schedule differs."""
     with tempfile.TemporaryDirectory(prefix="audit-bench-schedule-") as folder:
-        for name, registry in [(n, r) for n, r in REGISTRIES.items() if not only or n.strip("`") in only]:
-            work = Path(folder) / registry.parent.name
-            reference, seconds = cells(registry, work / "j1", [["-j", "1"]])
-            rows.append(f"| {name} | -j 1 (reference) | {len(reference)} | {seconds:.0f} | |")
-            for schedule, runs in SCHEDULES.items():
-                other, seconds = cells(registry, work / schedule.replace(" ", "_"), runs)
-                differ = differences(reference, other)
-                found += [f"{name} {schedule}: {d}" for d in differ]
-                rows.append(f"| {name} | {schedule} | {len(other)} | {seconds:.0f} | **{len(differ)}** |")
-    print("\n".join(rows + [""] + found))
-    return 1 if found else 0
+        found = measure(Path(folder), only)
+    print("\n".join(render(found)))
+    return 1 if found["differences"] else 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """What special points cost: the gradient checks' structured cases (audit/inputs/special.py) on the benchmark registry.
 
-``python -m bench.special`` (from the repository root) prints section 8 of ``bench/results.md``; ``bench.run``
+``python -m bench.special`` (from the repository root) prints its section of ``bench/results.md``; ``bench.run``
 includes it. Every cell runs in this process, claimed, with the default examples and seed, and is timed in CPU
 seconds (``time.process_time``), which a busy machine disturbs less than wall-clock time: the cells of the checks
 that try special points (gradcheck, gradgradcheck, forward_ad), with and without them, in alternated rounds
@@ -33,7 +33,7 @@ def _cells_seconds(registry, targets, checks: dict, options) -> tuple[float, int
     return seconds, examples
 
 
-def measure() -> dict:
+def measure(work: Path | None = None) -> dict:
     """CPU seconds of gradcheck's cells with and without special points (medians), their examples, and of every
     check's cells (with them)."""
     from audit.checks import builtin
@@ -60,10 +60,9 @@ def measure() -> dict:
 
 
 def render(m: dict) -> list[str]:
-    """Section 7 of the results, as lines."""
+    """The section's body, as lines."""
     extra = m["on"] - m["off"]
     return [
-        "## 8. Special points (the gradient checks' structured cases, CPU seconds in this process)", "",
         f"`python -m bench.special`: {ROUNDS} alternated rounds, medians (the cells of {', '.join(m['checks'])}; "
         "rounds with: "
         f"{', '.join(f'{x:.2f}' for x in m['rounds'][True])}; "

@@ -11,7 +11,8 @@ time out while compiling), and the user's own cache folders are never written. t
 (``TORCH_EXTENSIONS_DIR``) are built under a lock of torch's own: they share one folder, so each is built once.
 
 Per slot rather than serialising first compiles: a compile happens inside a third-party library, which the audit
-cannot make take a lock; per-slot folders need none (measured: bench/results.md, section 10).
+cannot make take a lock; per-slot folders need none (the decision: bench/history.md; bench/results.md, section 10,
+measures them now).
 """
 
 from __future__ import annotations
