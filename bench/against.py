@@ -1,7 +1,8 @@
 """This checkout against another revision, paired: the default run of every check on the benchmark registry.
 
-``python -m bench.against REV [--jobs N]`` (from the repository root) makes a git worktree of ``REV`` in a temporary
-folder and runs ``audit run --no-cache -j N`` (default ``-j 2``) of each tree on its own benchmark registry, with the
+``python -m bench.against REV [--jobs N] [--check NAME ...]`` (from the repository root) makes a git worktree of
+``REV`` in a temporary folder and runs ``audit run --no-cache -j N`` (default ``-j 2``; every check, or those named)
+of each tree on its own benchmark registry, with the
 same Python and torch (``PYTHONPATH`` points the other run at the worktree's package): a warm-up of each, then
 ``BENCH_PAIRS`` pairs (default 5), the order alternating. It prints both sides' medians, the median of the pairs'
 wall and CPU ratios (this checkout over ``REV``), and every cell whose status differs between the two (a speed-up
@@ -24,8 +25,9 @@ from bench.timing import ENV, ROOT, Spent, audit_run, spent
 PAIRS = int(os.environ.get("BENCH_PAIRS", "5"))
 
 
-def measure(revision: str, jobs: int, work: Path) -> dict:
+def measure(revision: str, jobs: int, work: Path, checks: tuple[str, ...] = ()) -> dict:
     """The pairs' (this, other) seconds and the cells whose status differs."""
+    chosen = [arg for name in checks for arg in ("--check", name)]
     tree = work / "tree"
     subprocess.run(["git", "worktree", "add", "--detach", str(tree), revision], cwd=ROOT, check=True,
                    capture_output=True)
@@ -33,11 +35,12 @@ def measure(revision: str, jobs: int, work: Path) -> dict:
         env = {**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), ENV.get("PYTHONPATH")]))}
 
         def ours() -> Spent:
-            return spent(audit_run(ROOT / "bench" / "registry.yaml", work / "this", "--no-cache", "-j", str(jobs)))
+            return spent(audit_run(ROOT / "bench" / "registry.yaml", work / "this", "--no-cache", "-j", str(jobs),
+                                   *chosen))
 
         def theirs() -> Spent:
-            return spent(audit_run(tree / "bench" / "registry.yaml", work / "other", "--no-cache", "-j", str(jobs)),
-                         env=env, cwd=tree)
+            return spent(audit_run(tree / "bench" / "registry.yaml", work / "other", "--no-cache", "-j", str(jobs),
+                                   *chosen), env=env, cwd=tree)
 
         ours(), theirs()  # warm-up
         pairs = []
@@ -65,13 +68,14 @@ def differing(this: dict, other: dict) -> list[str]:
             if this.get(key) != other.get(key)]
 
 
-def render(found: dict, revision: str, jobs: int) -> list[str]:
+def render(found: dict, revision: str, jobs: int, checks: tuple[str, ...] = ()) -> list[str]:
     """The comparison, as Markdown lines."""
     pairs = found["pairs"]
     median = [statistics.median(p[i] for p in pairs) for i in range(4)]
     wall = statistics.median(a / b for a, _, b, _ in pairs)
     cpu = statistics.median(a / b for _, a, _, b in pairs)
-    return [f"`audit run --no-cache -j {jobs}`, every check, benchmark registry: this checkout against `{revision}`, "
+    which = ", ".join(checks) if checks else "every check"
+    return [f"`audit run --no-cache -j {jobs}`, {which}, benchmark registry: this checkout against `{revision}`, "
             f"{len(pairs)} pairs after a warm-up, the order alternating; medians.", "",
             f"| | this checkout | `{revision}` | **ratio** (median of pairs) |", "|---|---|---|---|",
             f"| wall-clock (s) | {median[0]:.1f} | {median[2]:.1f} | **{wall:.2f}** |",
@@ -83,10 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.against", description=__doc__.splitlines()[0])
     parser.add_argument("revision")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--check", action="append", default=[], help="only this check (repeatable)")
     args = parser.parse_args(argv)
+    checks = tuple(args.check)
     with tempfile.TemporaryDirectory(prefix="audit-bench-against-") as folder:
-        found = measure(args.revision, args.jobs, Path(folder))
-    print("\n".join(render(found, args.revision, args.jobs)))
+        found = measure(args.revision, args.jobs, Path(folder), checks)
+    print("\n".join(render(found, args.revision, args.jobs, checks)))
     return 1 if found["differ"] else 0
 
 

@@ -6,6 +6,7 @@ import torch
 
 from audit.results.outcome import HELD, VIOLATED
 from audit.toolkit.jacobian import SLOW_MODE_LIMIT, gradcheck_options
+from tests.fixtures.broken import RowScale
 from tests.helpers import entry, observe
 
 F = "tests.fixtures.broken"
@@ -53,23 +54,14 @@ def test_fast_mode_passes_a_correct_function(tmp_path):
     assert observe(_big(tmp_path, f"{F}:Cube"), "gradcheck", examples=3).verdict == HELD
 
 
-class _OneWeightOff(torch.autograd.Function):
+class _OneWeightOff(RowScale):
     """x * w by rows; w's gradient right but for its first element, 1.5x too large."""
 
     @staticmethod
-    def forward(x, w):
-        return x * w
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs)
-
-    @staticmethod
     def backward(ctx, grad):
-        x, w = ctx.saved_tensors
-        gw = (grad * x).sum(0)
-        gw[0] *= 1.5
-        return grad * w, gw
+        grad_x, grad_w = RowScale.backward(ctx, grad)
+        grad_w[0] *= 1.5
+        return grad_x, grad_w
 
 
 class OneWeightOff(torch.nn.Module):
