@@ -136,20 +136,25 @@ def observer(subject, case: Case, check: str, verdict: str = "not compared there
 
 def accepted(prop, found: dict) -> dict:
     """The values ``prop``'s signature names (a ``**`` parameter takes them all)."""
-    names = _named(prop)
+    try:
+        names = _named_once(prop)
+    except TypeError:  # a callable that cannot be hashed (a local check's mutable dataclass): read every time
+        names = _named(prop)
     if names is None:
         return dict(found)
     return {name: value for name, value in found.items() if name in names}
 
 
-@functools.lru_cache(maxsize=1024)
 def _named(prop) -> frozenset[str] | None:
-    """The parameter names of ``prop``'s signature; None where a ``**`` parameter takes any (read once a property:
-    inspect.signature costs more than the rest of a stage's bookkeeping)."""
+    """The parameter names of ``prop``'s signature; None where a ``**`` parameter takes any."""
     parameters = inspect.signature(prop).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return None
     return frozenset(parameters)
+
+
+#: :func:`_named`, read once a property: inspect.signature costs more than the rest of a stage's bookkeeping.
+_named_once = functools.lru_cache(maxsize=1024)(_named)
 
 
 def problems(check, subject, case: Case, *, observe=None) -> list[str]:
