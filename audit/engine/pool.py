@@ -32,6 +32,9 @@ LOADING = "loading the target"
 #: numba-parallel soft-DTW's unclaimed gradgradcheck took 28 s at -j 2 beside other workers, 0.8 s alone: its
 #: 30 s budget then decides), and a parallel reduction's rounding would depend on the machine's core count.
 THREAD_POOLS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+#: Workers an entry may lose before its cells still to run become errors, counted apart for the cells of pinned
+#: checks (those with a resource) and the rest: with several workers the two run as separate parts, each counting
+#: its own losses, and with one worker the same count gives the same cells the same verdicts.
 MAX_RESTARTS = 3
 
 
@@ -92,7 +95,9 @@ class Assignment:
     budget: float = 0.0
     deadline: float = math.inf
     example: str = ""
-    restarts: int = 0
+    pinned: frozenset[str] = frozenset()  #: the pinned checks, whose cells count their lost workers apart
+    restarts: dict[bool, int] = field(default_factory=dict)  #: lost workers, by whether a pinned cell lost them
+    lost_in: bool = False  #: whether the last cell started is a pinned check's
     starting: str = ""
     paused: tuple[float, ...] = ()  #: (the cell's budget, the seconds it had left) while start-up work runs
 
@@ -100,6 +105,8 @@ class Assignment:
         """From now on ``current`` runs (a cell's key; LOADING; None between cells), for at most ``budget`` s."""
         self.current, self.budget, self.deadline, self.example = current, budget, time.monotonic() + budget, ""
         self.starting, self.paused = "", ()
+        if isinstance(current, CellKey):
+            self.lost_in = current.check in self.pinned
 
     def start_up(self, what: str, budget: float) -> None:
         """The running cell does start-up work (``what``) for at most ``budget`` s, its own clock stopped;
@@ -156,7 +163,7 @@ def _run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started:
         slots += [(Worker(options, resources=() if index else used, slot=index), None)
                   for index in range(len(slots), wanted)]
         while pending or any(a for _, a in slots):
-            slots = [_assign(w, a, pending, listener, options, holder=not index)
+            slots = [_assign(w, a, pending, listener, options, pinned, holder=not index)
                      for index, (w, a) in enumerate(slots)]
             ready = wait([w.inbox for w, a in slots if a], timeout=_next_deadline(slots))
             slots = [_serve(w, a, ready, options, listener, reported) for w, a in slots]
@@ -167,7 +174,7 @@ def _run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started:
 
 
 def _assign(worker: Worker, assignment: Assignment | None, pending: deque[Part], listener: Listener,
-            options: RunOptions, holder: bool) -> Slot:
+            options: RunOptions, pinned: frozenset[str], holder: bool) -> Slot:
     if assignment is not None:
         return worker, assignment
     part = take(pending, holder)
@@ -176,7 +183,7 @@ def _assign(worker: Worker, assignment: Assignment | None, pending: deque[Part],
     job = part.job
     listener.begin(job)
     worker.outbox.send(Assign(job))
-    assignment = Assignment(job=job, remaining=list(job.cells))
+    assignment = Assignment(job=job, remaining=list(job.cells), pinned=pinned)
     assignment.expect(LOADING, options.startup_budget)
     return worker, assignment
 
@@ -284,11 +291,13 @@ def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOpt
 
 
 def _count_loss(assignment: Assignment, listener: Listener, how: str) -> None:
-    """One more worker lost on this entry; after :data:`MAX_RESTARTS`, its cells still to run are errors rather than
-    a fresh worker each (a target that damages every cell would otherwise cost a worker start-up per cell)."""
-    assignment.restarts += 1
-    if assignment.restarts >= MAX_RESTARTS:
-        for key in list(assignment.remaining):
+    """One more worker lost on this entry, by a pinned check's cell or another (the last cell started); after
+    :data:`MAX_RESTARTS` of one kind, its cells of that kind still to run are errors rather than a fresh worker each
+    (a target that damages every cell would otherwise cost a worker start-up per cell)."""
+    pinned = assignment.lost_in
+    assignment.restarts[pinned] = assignment.restarts.get(pinned, 0) + 1
+    if assignment.restarts[pinned] >= MAX_RESTARTS:
+        for key in [key for key in assignment.remaining if (key.check in assignment.pinned) == pinned]:
             message = (f"not run: this entry lost its worker {MAX_RESTARTS} times (it died, hung or was retired as "
                        f"damaged; the last time it {how})")
             _record(assignment, error_outcome(key, message, ErrorKind.NOT_RUN), listener)

@@ -149,3 +149,18 @@ def test_the_checkup_between_entries_retires_a_worker_that_grew_past_a_bound(wri
     assert [c["after"] for c in checkups] == ["leaker", "after"]
     assert checkups[0]["retire"].startswith("its threads grew by 10") and checkups[0]["grown_threads"] >= 100
     assert checkups[1]["retire"] == "" and checkups[1]["grown_threads"] < 5  # the fresh worker has none of them
+
+
+def test_an_entry_that_crashes_every_cell_gets_the_same_cells_at_any_j(write_registry, tmp_path):
+    """A segfault in every cell: after three lost workers the entry's other cells are not run, and the pinned check
+    (distributed, with its rank pool) counts its own losses. With two workers it runs as a part of its own, so with
+    one it must too: its cell says the worker crashed in it at -j 1 as at -j 2, never "not run" at one of them."""
+    crasher = _entry("crasher", {"target": "tests.fixtures.hostile:Segfault"})
+    registry = write_registry([crasher, _entry("py_beside", KINDS["py"])], defaults=DEFAULTS)  # two: -j 2 splits
+    checks = [arg for name in ("gradgradcheck", "undefined_grad", "distributed") for arg in ("--check", name)]
+    runs = {j: _run(registry, tmp_path / f"j{j}", "-j", j, *checks) for j in ("1", "2")}
+    assert runs["1"] == runs["2"], runs
+    messages = {check: message for check, _, message, _ in runs["1"]["crasher"]}
+    assert all("killed by SIGSEGV during" in messages[check] for check in ("forward", "gradcheck", "gradgradcheck"))
+    assert messages["undefined_grad"].startswith("not run: this entry lost its worker 3 times"), messages
+    assert "killed by SIGSEGV during distributed" in messages["distributed"], messages
