@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import tempfile
 from pathlib import Path
 
 import yaml
 
-from bench.timing import REGISTRY, audit_run, spent
+from bench.timing import REGISTRY, audit_run, spent, print_section
 
 ENTRIES = ("logsumexp", "softmax", "sincos", "softplus")
 HALF = ("float16", "bfloat16")
@@ -69,5 +68,4 @@ def render(found: dict) -> list[str]:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="audit-bench-half-") as folder:
-        print("\n".join(render(measure(Path(folder)))))
+    print_section(measure, render, "half")

@@ -10,12 +10,11 @@ cells in error. Run: ``python -m bench.jit`` (prints the section).
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import yaml
 
-from bench.timing import ENV, audit_run, spent
+from bench.timing import ENV, audit_run, spent, print_section
 
 ENTRIES = [{"name": name, "target": f"tests.fixtures.jit_cache:{name}", "inputs": [{"shape": ["N"]}],
             "dims": {"N": [1, 4]}} for name in ("Scale", "ScaleAgain")]
@@ -59,5 +58,4 @@ def render(found: dict) -> list[str]:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="audit-bench-jit-") as folder:
-        print("\n".join(render(measure(Path(folder)))))
+    print_section(measure, render, "jit")

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
-from bench.timing import AUDIT, REGISTRY, spent
+from bench.timing import AUDIT, REGISTRY, spent, print_section
 
 JOBS = os.environ.get("BENCH_JOBS", "2")
 
@@ -55,5 +54,4 @@ def render(found: dict) -> list[str]:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="audit-bench-mutate-") as folder:
-        print("\n".join(render(measure(Path(folder)))))
+    print_section(measure, render, "mutate")

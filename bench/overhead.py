@@ -14,10 +14,9 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
-from bench.timing import REGISTRY, Spent, audit_run, spent
+from bench.timing import REGISTRY, Spent, audit_run, spent, print_section
 
 OVERHEAD_CHECKS = ["gradcheck", "gradgradcheck", "opcheck", "vmap", "compile"]
 PAIRS = int(os.environ.get("BENCH_PAIRS", "5"))
@@ -84,5 +83,4 @@ def render(found: dict) -> list[str]:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="audit-bench-overhead-") as folder:
-        print("\n".join(render(measure(Path(folder)))))
+    print_section(measure, render, "overhead")

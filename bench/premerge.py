@@ -10,10 +10,9 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
-from bench.timing import REGISTRY, ROOT, audit_run, timed
+from bench.timing import REGISTRY, ROOT, audit_run, timed, print_section
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 
@@ -49,5 +48,4 @@ def render(p: dict) -> list[str]:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="audit-bench-premerge-") as folder:
-        print("\n".join(render(measure(Path(folder)))))
+    print_section(measure, render, "premerge")

@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import yaml
 
-from bench.timing import AUDIT, REGISTRY, audit_run, spent, timed
+from bench.timing import AUDIT, REGISTRY, audit_run, spent, timed, print_section
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 
@@ -57,5 +56,4 @@ def render(c: dict) -> list[str]:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="audit-bench-scale-") as folder:
-        print("\n".join(render(measure(Path(folder)))))
+    print_section(measure, render, "scale")

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import tempfile
 from pathlib import Path
 
-from bench.timing import REGISTRY, audit_run, timed
+from bench.timing import REGISTRY, audit_run, timed, print_section
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 
@@ -66,6 +65,5 @@ def render_unclaimed(found: dict) -> list[str]:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="audit-bench-scaling-") as folder:
-        found = measure(Path(folder))
-    print("\n".join(render_scaling(found) + render_per_check(found) + render_unclaimed(found)))
+    print_section(measure, lambda found: render_scaling(found) + render_per_check(found) + render_unclaimed(found),
+                  "scaling")

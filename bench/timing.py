@@ -53,3 +53,11 @@ def timed(command: list[str], **kwargs) -> float:
 def audit_run(registry: Path, out: Path, *extra: str) -> list[str]:
     """``audit run`` of ``registry`` into ``out``, quiet, with ``extra`` arguments."""
     return AUDIT + ["run", "--registry", str(registry), "--out", str(out), "--progress", "off", *extra]
+
+
+def print_section(measure, render, name: str) -> None:
+    """A measurement run alone (``python -m bench.NAME``): made in a temporary work folder, its section printed."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix=f"audit-bench-{name}-") as folder:
+        print("\n".join(render(measure(Path(folder)))))

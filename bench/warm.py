@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
-from bench.timing import REGISTRY, ROOT, audit_run, timed
+from bench.timing import REGISTRY, ROOT, audit_run, timed, print_section
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "7"))
 REGISTRIES = {"this repository's (`registry.yaml`)": ROOT / "registry.yaml",
@@ -59,5 +58,4 @@ def render(found: dict) -> list[str]:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="audit-bench-warm-") as folder:
-        print("\n".join(render(measure(Path(folder)))))
+    print_section(measure, render, "warm")

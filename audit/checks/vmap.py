@@ -98,7 +98,8 @@ def vmap_vjps(target, kind, samples, stacked, in_dims, tol, seed: int) -> list:
             return []
         cts = grad_outputs([outputs[i] for i in picked], seed + k)
         loops.append(loop_vjp(target, wrt, picked, cts))
-        expected.append(vjp([outputs[i] for i in picked], [sample[i] for i in wrt], cts))  # loops[-1](sample)[0]
+        # what the loop's vjp gives, taken from the forward just run rather than running the target again
+        expected.append(vjp([outputs[i] for i in picked], [sample[i] for i in wrt], cts))
         cotangents.append(cts)
     stacked_cts = [torch.stack([c[m] for c in cotangents]) for m in range(len(picked))]
 

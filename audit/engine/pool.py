@@ -97,7 +97,6 @@ class Assignment:
     example: str = ""
     pinned: frozenset[str] = frozenset()  #: the pinned checks, whose cells count their lost workers apart
     restarts: dict[bool, int] = field(default_factory=dict)  #: lost workers, by whether a pinned cell lost them
-    lost_in: bool = False  #: whether the last cell started is a pinned check's
     starting: str = ""
     paused: tuple[float, ...] = ()  #: (the cell's budget, the seconds it had left) while start-up work runs
 
@@ -105,8 +104,6 @@ class Assignment:
         """From now on ``current`` runs (a cell's key; LOADING; None between cells), for at most ``budget`` s."""
         self.current, self.budget, self.deadline, self.example = current, budget, time.monotonic() + budget, ""
         self.starting, self.paused = "", ()
-        if isinstance(current, CellKey):
-            self.lost_in = current.check in self.pinned
 
     def start_up(self, what: str, budget: float) -> None:
         """The running cell does start-up work (``what``) for at most ``budget`` s, its own clock stopped;
@@ -291,10 +288,11 @@ def _replace(worker: Worker, assignment: Assignment, cause: str, options: RunOpt
 
 
 def _count_loss(assignment: Assignment, listener: Listener, how: str) -> None:
-    """One more worker lost on this entry, by a pinned check's cell or another (the last cell started); after
-    :data:`MAX_RESTARTS` of one kind, its cells of that kind still to run are errors rather than a fresh worker each
-    (a target that damages every cell would otherwise cost a worker start-up per cell)."""
-    pinned = assignment.lost_in
+    """One more worker lost on this entry, by a pinned check's cell or another (the last cell recorded: the one the
+    worker died or hung in, or the one after which it retired); after :data:`MAX_RESTARTS` of one kind, its cells of
+    that kind still to run are errors rather than a fresh worker each (a target that damages every cell would
+    otherwise cost a worker start-up per cell)."""
+    pinned = bool(assignment.outcomes) and assignment.outcomes[-1].key.check in assignment.pinned
     assignment.restarts[pinned] = assignment.restarts.get(pinned, 0) + 1
     if assignment.restarts[pinned] >= MAX_RESTARTS:
         for key in [key for key in assignment.remaining if (key.check in assignment.pinned) == pinned]:
