@@ -30,6 +30,7 @@ LAYERS = (
     ("audit.checking",),
     ("audit.checks",),
     ("audit.engine",),
+    ("audit.behaviour",),
     ("audit.mutate",),
     ("audit.reporters", "audit.scan"),
     ("audit.app",),

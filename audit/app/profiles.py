@@ -20,11 +20,12 @@ class Profile:
 
 
 #: premerge: fast and cached, for every pull request; intake: the defaults, thorough enough for a new
-#: model; upgrade: more examples and the real compiler, nothing reused, for accepting a new torch.
+#: model; upgrade: more examples and the real compiler, nothing reused, and a behaviour record, for accepting a new
+#: torch.
 BUILTIN = {
     "premerge": Profile("premerge", (("examples", 10), ("cache", True))),
     "intake": Profile("intake"),
-    "upgrade": Profile("upgrade", (("examples", 50), ("compile_backend", "inductor"))),
+    "upgrade": Profile("upgrade", (("examples", 50), ("compile_backend", "inductor"), ("record", True))),
 }
 #: No ``--profile``: every setting at its default.
 DEFAULT = Profile("default")

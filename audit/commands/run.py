@@ -46,6 +46,7 @@ def _audit(loaded, settings: Settings) -> int:
     from audit.runtime.scratch import run_root
 
     entries = select_entries(loaded, settings.select)
+    _check_against(settings)
     split = None
     if settings.shard:
         entries, split = _shard(entries, settings.shard, settings.durations)
@@ -59,6 +60,8 @@ def _audit(loaded, settings: Settings) -> int:
     if result is None:
         result = _empty_result()
     matrix = build(result, loaded, options, strict=settings.strict, shard=split)
+    if settings.record and result.entries:
+        matrix = _recorded(matrix, loaded, entries, settings, options)
     show(matrix, settings.output_format, -1 if settings.quiet else settings.verbosity,  # shown even if out fails
          settings.owner)
     _write(Path(settings.out), matrix, result, settings.owner)
@@ -88,6 +91,32 @@ def _computed(loaded, entries, settings: Settings, options):
     finally:
         for worker in workers:
             worker.close()
+
+
+def _recorded(matrix: Matrix, loaded, entries, settings: Settings, options) -> Matrix:
+    """``matrix`` naming the behaviour record of ``entries`` written beside it (``--record``)."""
+    import dataclasses
+
+    from audit.behaviour.recorder import record
+
+    against = Path(settings.against) / "behaviour" if settings.against else None
+    devices = tuple(d for d in (matrix.environment or {}).get("devices", ["cpu"])
+                    if not settings.devices or d in settings.devices)
+    key = record(loaded, entries, Path(settings.out), options, devices, matrix.environment or {}, against)
+    return dataclasses.replace(matrix, behaviour=key)
+
+
+def _check_against(settings: Settings) -> None:
+    """Refuse ``--against`` without ``--record``, or naming a folder without a record, before anything runs."""
+    if not settings.against:
+        return
+    if not settings.record:
+        raise UsageError("--against loads an old record's checkpoints into a new record: give --record too "
+                         "(or --profile upgrade)")
+    if not (Path(settings.against) / "behaviour" / "manifest.json").is_file():
+        raise UsageError(f"--against {settings.against}: no behaviour record there (expected "
+                         f"{Path(settings.against) / 'behaviour' / 'manifest.json'}; record the old environment "
+                         "with audit run --record)")
 
 
 def _require_torch() -> None:

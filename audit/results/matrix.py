@@ -25,7 +25,7 @@ ENTRY_KEYS = ("name", "owner", "kind", "target", "digest", "cells")
 ENTRY_OPTIONAL_KEYS = ("line", "target_error")
 #: The keys of the matrix object this version models; ``entries`` is always written, the others when the
 #: matrix has them (one built by a run has all but ``shard``).
-MATRIX_KEYS = ("schema", "created", "environment", "registry", "entries", "summary", "verdict", "shard")
+MATRIX_KEYS = ("schema", "created", "environment", "registry", "entries", "summary", "verdict", "shard", "behaviour")
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,8 @@ class Matrix:
     summary: dict[str, Any] | None = None
     verdict: str | None = None
     shard: dict[str, Any] | None = None
+    #: A run with ``--record``: its behaviour record's manifest and every file's sha256 (:mod:`audit.behaviour.store`).
+    behaviour: dict[str, Any] | None = None
     #: Keys of the matrix object this version does not model, kept as read.
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -104,7 +106,8 @@ class Matrix:
         """The contract's matrix object."""
         data = {"entries": [e.to_json() for e in self.entries]}
         optional: dict[str, Any] = {"schema": self.schema, "environment": self.environment, "created": self.created,
-                    "registry": self.registry, "summary": self.summary, "verdict": self.verdict, "shard": self.shard}
+                    "registry": self.registry, "summary": self.summary, "verdict": self.verdict, "shard": self.shard,
+                                    "behaviour": self.behaviour}
         data.update((key, value) for key, value in optional.items() if value is not None)
         return restore(data, self.extra, frozenset())
 
@@ -119,7 +122,7 @@ class Matrix:
                       environment=data.get("environment"),
                       schema=data.get("schema"), created=data.get("created"), registry=data.get("registry"),
                       summary=data.get("summary"), verdict=data.get("verdict"), shard=data.get("shard"),
-                      extra=unknown(data, MATRIX_KEYS))
+                      behaviour=data.get("behaviour"), extra=unknown(data, MATRIX_KEYS))
 
 
 def read_matrix(path: str) -> Matrix:

@@ -95,6 +95,12 @@ class Settings:
     profile: str | None = setting(None, "premerge (10 examples, cache on), intake (the defaults), upgrade (50 "
                                         "examples, inductor, no cache), or one from the registry's profiles; "
                                         "flags given here win.", sources=(PYPROJECT,))
+    record: bool = setting(False, "Also record each entry's behaviour on fixed cases (outputs, gradients, training, "
+                                  "checkpoints, cost) in OUT/behaviour, for audit diff to compare across "
+                                  "environments.", switch=True, sources=(PYPROJECT, PROFILE))
+    against: str | None = setting(None, "With --record: an earlier run's reports folder whose modules' and models' "
+                                        "checkpoints are loaded here (strictly) and their outputs recorded, for audit "
+                                        "diff to compare.", path="dir", metavar="OLD_OUT")
     cache: bool = setting(False, "Reuse cells whose spec, code, check, torch, Python, device, seed and examples are "
                                  "unchanged.", switch=True, sources=(PYPROJECT, PROFILE))
     cache_dir: str | None = setting(None, "Where cached cells live (default: .audit-cache beside the registry).",
