@@ -157,11 +157,29 @@ def repro_command(**options) -> None:
               show_default=True, help="text for a terminal or CI log, md (alias markdown) for a PR comment, json "
                                       "for tools.")
 @click.option("--out", default=None, type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@click.option("--slowdown", type=click.FloatRange(min=1.0, min_open=True), default=None, metavar="FACTOR",
+              help="With behaviour records: a forward and backward slower by this factor (beyond the measured noise) "
+                   "fails the gate too (default: cost never gates).")
 def diff_cli(**options) -> None:
-    """Compare two matrices (old environment, new environment): exit 1 on any regression."""
+    """Compare two matrices (old environment, new environment), and their behaviour records where both runs made
+    one: exit 1 on any regression."""
     from audit.commands.diff import diff_command
 
     _exit(lambda: diff_command(**options))
+
+
+@cli.command("recheck")
+@click.argument("entry")
+@click.option("--against", required=True, type=click.Path(file_okay=False), metavar="OLD_OUT",
+              help="The old environment's reports folder (its matrix.json and behaviour record).")
+@setting_option("registry")
+@click.option("--dtype", default=None, help="Only this dtype.")
+def recheck_cli(**options) -> None:
+    """Record one entry's behaviour here again and compare it with an old record: the replay of a behaviour change
+    audit diff reported; exit 1 while it moves."""
+    from audit.commands.recheck import recheck
+
+    _exit(lambda: recheck(**options))
 
 
 @cli.command("merge")

@@ -3,15 +3,22 @@ what changed underneath, regressions grouped by cause (each with its owners), th
 
 from __future__ import annotations
 
+from audit.behaviour.compare import BehaviourDiff
+from audit.reporters import behaviour as behaviour_report
 from audit.reporters.common import markdown_text
 from audit.results.changes import CLASSES, TITLES, CellChange, ChangeCause, Diff, by_cause
 
+#: What a diff without behaviour records compares: verdicts alone.
+NO_BEHAVIOUR = BehaviourDiff(note="behaviour not compared")
 
-def headline(d: Diff) -> str:
-    """One line: the verdict and the count of each class present."""
+
+def headline(d: Diff, b: BehaviourDiff = NO_BEHAVIOUR) -> str:
+    """One line: the verdict, the count of each class of status change present, and of behaviour changes."""
     counts = ", ".join(f"{len(d.of(kind))} {kind.replace('_', ' ')}" for kind in CLASSES if d.of(kind))
-    verdict = "REGRESSION" if d.regressed else "no regression"
-    return f"audit diff: {verdict}" + (f" ({counts})" if counts else " (no status changed)")
+    verdict = "REGRESSION" if d.regressed else "REGRESSION of behaviour" if b.regressed else "no regression"
+    moved = behaviour_report.counts(b)
+    text = f"audit diff: {verdict}" + (f" ({counts})" if counts else " (no status changed)")
+    return text + (f"; behaviour moved: {moved}" if moved else "" if b.note else "; no behaviour moved")
 
 
 def cause(d: Diff, change: CellChange) -> str:
@@ -27,9 +34,10 @@ def cause(d: Diff, change: CellChange) -> str:
     return "same code and environment: not deterministic?"
 
 
-def render_text(d: Diff) -> str:
-    """Plain text for a terminal or a CI log."""
-    lines = [headline(d), f"verdict: {d.old_verdict} -> {d.new_verdict}"]
+def render_text(d: Diff, b: BehaviourDiff = NO_BEHAVIOUR) -> str:
+    """Plain text for a terminal or a CI log: the verdicts, the layers, then every change."""
+    lines = [headline(d, b), f"verdict: {d.old_verdict} -> {d.new_verdict}"]
+    lines += [f"  {line}" for line in behaviour_report.summary(b)] if b is not NO_BEHAVIOUR else []
     lines += _underneath(d, bullet="  ")
     regressions = d.of("regression")
     if regressions:
@@ -45,13 +53,14 @@ def render_text(d: Diff) -> str:
             lines += ["", f"{TITLES[kind]}:"]
             lines += [f"  {c.where}: {c.old} -> {c.new}" + (f": {c.message}" if c.message and kind != "fix" else "")
                       for c in changes]
+    lines += behaviour_report.text_lines(b)
     lines += _membership(d, bullet="  ")
     return "\n".join(lines) + "\n"
 
 
-def render_markdown(d: Diff) -> str:
+def render_markdown(d: Diff, b: BehaviourDiff = NO_BEHAVIOUR) -> str:
     """GitHub-flavoured Markdown, for a pull-request comment or a job summary."""
-    lines = [f"## {headline(d)}", "", f"Gate verdict: `{d.old_verdict}` → `{d.new_verdict}`"]
+    lines = [f"## {headline(d, b)}", "", f"Gate verdict: `{d.old_verdict}` → `{d.new_verdict}`"]
     underneath = _underneath(d, bullet="- ")
     if underneath:
         lines += [""] + underneath
@@ -68,6 +77,8 @@ def render_markdown(d: Diff) -> str:
         if changes:
             lines += ["", f"### {TITLES[kind]}", "", "| cell | was | now |", "|---|---|---|"]
             lines += [f"| {c.where} | {c.old} | {c.new} |" for c in changes]
+    if b is not NO_BEHAVIOUR:
+        lines += behaviour_report.markdown_lines(b)
     membership = _membership(d, bullet="- ")
     if membership:
         lines += membership
@@ -80,7 +91,7 @@ def _underneath(d: Diff, *, bullet: str) -> list[str]:
         changed = "; ".join(f"{key} {old} -> {new}" for key, old, new in d.environment_changed)
         lines.append(f"{bullet}environment changed: {changed}")
     if d.digests_changed:
-        lines.append(f"{bullet}target code changed (digest): {', '.join(d.digests_changed)}")
+        lines.append(f"{bullet}target code changed (its source text, digest): {', '.join(d.digests_changed)}")
     return lines
 
 
