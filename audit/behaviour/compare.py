@@ -151,7 +151,7 @@ def _entry(old: Record, new: Record, before: EntryRecord, after: EntryRecord, op
     weights_moved = yield from _checkpoints(old, new, before, after, moved)
     yield from _constants(before, after, moved)
     yield from _costs(before, after, options, moved)
-    if not same_cases:
+    if not (same_cases and before.values and after.values):
         return
     tensors_old, tensors_new = old.tensors(before.name), new.tensors(after.name)
     from_checkpoint = {v.key.removeprefix("checkpoint/"): v for v in after.values if v.kind == "checkpoint"}

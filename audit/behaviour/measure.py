@@ -338,7 +338,7 @@ def _trajectory(entry: Entry, target: Target, dtype: str, device: str, wide: str
         calls.reseed(step)
         loss = training_step(model, loss_fn, inputs, _cast(targets, wide))
         grads = [p.grad for p in model.parameters() if p.grad is not None]
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         norms.append(float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads))) if grads else 0.0)
         sgd(model, entry.training.lr)
     return {"loss": losses, "grad_norm": norms}

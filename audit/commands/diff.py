@@ -45,7 +45,7 @@ def behaviour_diff(old: str, new: str, before: Matrix, after: Matrix, slowdown: 
         _require_torch()
     owners = {e.name: e.owners for e in after.entries}
     folder = Path(old).parent
-    repro = f"audit recheck {{entry}} --against {folder.as_posix()} --dtype {{dtype}}"
+    repro = f"audit recheck {{entry}} --against {folder.as_posix()}"
     if after.registry:
         repro += f" --registry {after.registry}"
     return compare(*records, _compile_cells(before, after), Options(repro, owners, slowdown))
