@@ -80,7 +80,7 @@ def test_a_manifest_of_another_run_or_format_is_refused(copy):
     data = json.loads(manifest.read_text())
     data["schema"] = "audit-behaviour/0"
     manifest.write_text(json.dumps(data))
-    with pytest.raises(UsageError, match="not the one .* records"):  # the matrix holds the manifest's digest
+    with pytest.raises(UsageError, match=r"not the one .* records"):  # the matrix holds the manifest's digest
         store.read(str(copy / "matrix.json"), json.loads((copy / "matrix.json").read_text()))
     matrix = json.loads((copy / "matrix.json").read_text())
     matrix["behaviour"]["sha256"] = store.sha256(manifest)
