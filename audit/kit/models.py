@@ -34,9 +34,10 @@ class Batch:
         return model(*self.args, **self.kwargs)
 
     def rows(self) -> int:
-        """Its size along dim 0: that of its first tensor (among the positional arguments, the keyword arguments'
-        values, the targets); 0 with none."""
-        tensors = [x for x in (*self.args, *self.kwargs.values(), self.targets) if isinstance(x, torch.Tensor)]
+        """Its size along dim 0: that of its first tensor of at least one dimension (among the positional arguments,
+        the keyword arguments' values, the targets); 0 with none."""
+        tensors = [x for x in (*self.args, *self.kwargs.values(), self.targets)
+                   if isinstance(x, torch.Tensor) and x.dim()]
         return len(tensors[0]) if tensors else 0
 
 
@@ -65,13 +66,13 @@ def _described(value) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)}"
     if isinstance(value, dict):
-        return f"a dict with keys {sorted(map(repr, value))}"
+        return f"a dict with keys {', '.join(sorted(map(repr, value)))}" if value else "an empty dict"
     return type(value).__name__
 
 
 def micro_batches(batch: Batch, parts: int) -> list[Batch]:
     """``batch`` split into ``parts`` micro-batches along dim 0: every tensor among its positional arguments, its
-    keyword arguments' values and its targets (anything not a tensor repeated)."""
+    keyword arguments' values and its targets (anything else, a 0-dim tensor too, repeated)."""
     args = [_split(x, parts) for x in batch.args]
     kwargs = {name: _split(x, parts) for name, x in batch.kwargs.items()}
     targets = _split(batch.targets, parts)
@@ -80,8 +81,8 @@ def micro_batches(batch: Batch, parts: int) -> list[Batch]:
 
 
 def _split(value, parts: int) -> list:
-    """A tensor's ``parts`` chunks along dim 0; anything else ``parts`` times."""
-    return list(value.chunk(parts)) if isinstance(value, torch.Tensor) else [value] * parts
+    """A tensor's ``parts`` chunks along dim 0; anything else (a 0-dim tensor too) ``parts`` times."""
+    return list(value.chunk(parts)) if isinstance(value, torch.Tensor) and value.dim() else [value] * parts
 
 
 def seeded(factory, seed: int):
