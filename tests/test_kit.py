@@ -144,3 +144,78 @@ def test_reseed_gives_torch_s_stream_for_the_seed_without_manual_seed(monkeypatc
     noisy = guarded(lambda x: x + torch.rand(3), seed=5)
     assert torch.equal(noisy(torch.zeros(3)), noisy(torch.zeros(3)))
     assert torch.equal(noisy(torch.zeros(3)), expected[:3])
+
+
+def _rows(n: int):
+    import torch
+
+    return torch.arange(float(n * 2)).reshape(n, 2)
+
+
+def test_a_batch_is_made_of_each_form_make_batch_gives_its_inputs_in():
+    """A tensor is the model's one argument (never one argument a row), a tuple or list its positional arguments, a
+    dict its keyword arguments; the model is called on each as it expects."""
+    import torch
+
+    from audit.kit.models import Batch, as_batch
+
+    x, y, targets = _rows(4), _rows(4) + 1, torch.zeros(4)
+    assert as_batch((x, targets)).args == (x,)
+    assert as_batch([(x, y), targets]).args == (x, y) and as_batch(([x, y], targets)).args == (x, y)
+    keyword = as_batch(({"features": x, "scale": 2.0}, targets))
+    assert keyword.args == () and keyword.kwargs == {"features": x, "scale": 2.0} and keyword.targets is targets
+    assert Batch((x, y)).forward(lambda a, b: a - b).eq(-1).all()
+    assert keyword.forward(lambda *, features, scale: features * scale).equal(x * 2)
+    assert as_batch((x, targets)).forward(lambda a: a.shape) == (4, 2)
+
+
+@pytest.mark.parametrize("made, words", [
+    ({"features": 1, "labels": 2}, "got a dict with keys 'features', 'labels'"),
+    ((1, 2, 3), "got a tuple of 3"),
+    (None, "got NoneType"),
+    (("text", None), "got (str, NoneType)"),
+    (({0: 1}, None), "got (a dict with keys 0, NoneType)"),
+])
+def test_a_batch_in_another_form_says_what_was_expected_and_what_came_back(made, words):
+    from audit.kit.models import BatchError, as_batch
+
+    with pytest.raises(BatchError) as caught:
+        as_batch(made)
+    assert str(caught.value).startswith("make_batch(size, seed) must return (inputs, targets), inputs a tensor")
+    assert words in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("form", ["tensor", "tuple", "dict"])
+def test_micro_batches_split_every_tensor_along_dim_0_and_repeat_the_rest(form):
+    import torch
+
+    from audit.kit.models import as_batch, micro_batches
+
+    x, shift, targets = _rows(5), _rows(5) * 10, torch.arange(5.0)
+    inputs = {"tensor": x, "tuple": (x, shift, "mean", torch.tensor(3.0)),
+              "dict": {"x": x, "shift": shift, "reduce": "mean", "temperature": torch.tensor(3.0)}}[form]
+    parts = micro_batches(as_batch((inputs, targets)), 2)
+    assert [p.rows() for p in parts] == [3, 2]
+    assert torch.equal(torch.cat([p.targets for p in parts]), targets)
+    first = parts[0].args[0] if form != "dict" else parts[0].kwargs["x"]
+    assert torch.equal(first, x[:3])
+    if form == "tuple":
+        assert torch.equal(torch.cat([p.args[1] for p in parts]), shift)
+        assert [p.args[2:] for p in parts] == [("mean", torch.tensor(3.0))] * 2
+    if form == "dict":
+        assert all(list(p.kwargs) == ["x", "shift", "reduce", "temperature"] for p in parts)
+        assert torch.equal(torch.cat([p.kwargs["shift"] for p in parts]), shift)
+        assert [(p.kwargs["reduce"], float(p.kwargs["temperature"])) for p in parts] == [("mean", 3.0)] * 2
+
+
+def test_a_model_batch_is_placed_in_the_cell_s_dtype_whatever_its_form():
+    import torch
+
+    from audit.kit.models import model_batch
+
+    def make_batch(size, seed):
+        return {"x": torch.ones(size, 2), "ids": torch.arange(size)}, torch.zeros(size)
+
+    batch = model_batch(make_batch, 3, 0, torch.float64, "cpu")
+    assert batch.kwargs["x"].dtype == torch.float64 and batch.kwargs["ids"].dtype == torch.int64
+    assert batch.targets.dtype == torch.float64 and batch.rows() == 3

@@ -20,6 +20,7 @@ import torch
 from audit.checking import reference
 from audit.core.contract import judged_by_own_error, wider_claimed
 from audit.inputs.case import Case
+from audit.kit.models import BatchError
 from audit.kit.proxy import ProxyError
 from audit.registry.model import EntryKind
 from audit.core.violation import RegistryFault
@@ -170,7 +171,10 @@ def problems(check, subject, case: Case, *, observe=None) -> list[str]:
         found["observe"] = observe
     found["ratios"] = _ratios(subject)
     if subject.entry.kind == EntryKind.MODEL:
-        return check.model_replay(subject.target.fn, None, None, **accepted(check.model_replay, found))
+        try:
+            return check.model_replay(subject.target.fn, None, None, **accepted(check.model_replay, found))
+        except BatchError as exc:  # the factory's make_batch, not the code it trains: the cell is an error saying so
+            raise RegistryFault(str(exc)) from exc
     try:
         return check.replay(target(subject), compared_reference(subject, case), subject.args(case),
                             **accepted(check.replay, found))

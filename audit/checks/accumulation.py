@@ -21,11 +21,11 @@ def accumulation(fn, ref, args, *, dtype, device, tol, batch_size, parts) -> lis
         return [built]
     model, make_batch, loss = built
     batch = model_batch(make_batch, batch_size, 0, dtype, device)
-    training_step(model, loss, *batch)
+    training_step(model, loss, batch)
     whole = parameter_grads(model)
     model.zero_grad(set_to_none=True)
-    for inputs, targets in micro_batches(batch, parts):
-        (loss(model(*inputs), targets) * (len(targets) / batch_size)).backward()
+    for part in micro_batches(batch, parts):
+        (loss(part.forward(model), part.targets) * (part.rows() / batch.rows())).backward()
     accumulated = parameter_grads(model)
     for name, grad in whole.items():
         problem = mismatch(accumulated[name], grad, tol)

@@ -74,10 +74,10 @@ def compile_model(fn, ref, args, *, dtype, device, plan, backend, tol, observe=N
         return [built[0]]
     (eager, make_batch, loss_fn), (model, compiled_batch, compiled_loss) = built
     compiled = torch.compile(model, backend=backend)
-    expected = training_step(eager, loss_fn, *model_batch(make_batch, plan["batch"], 0, dtype, device))
+    expected = training_step(eager, loss_fn, model_batch(make_batch, plan["batch"], 0, dtype, device))
     start = time.perf_counter()
     try:
-        got = training_step(compiled, compiled_loss, *model_batch(compiled_batch, plan["batch"], 0, dtype, device))
+        got = training_step(compiled, compiled_loss, model_batch(compiled_batch, plan["batch"], 0, dtype, device))
     except torch._dynamo.exc.TorchDynamoException as exc:
         return [dynamo_refusal(exc)]
     if observe is not None:

@@ -30,22 +30,22 @@ def train_step(fn, ref, args, *, dtype, device, plan, observe=None) -> list:
     model, make_batch, loss_fn = built
     size = plan["batch"]
     for batch_seed in range(plan["batches"]):
-        inputs, targets = model_batch(make_batch, size, batch_seed, dtype, device)
-        problem = nonfinite(training_step(model, loss_fn, inputs, targets), parameter_grads(model))
+        batch = model_batch(make_batch, size, batch_seed, dtype, device)
+        problem = nonfinite(training_step(model, loss_fn, batch), parameter_grads(model))
         if problem:
             return [f"batch seed {batch_seed} (size {size}, model seed 0): {problem}; origin: "
-                    f"{nonfinite_origin(model, loss_fn, inputs, targets)}"]
-    inputs, targets = model_batch(make_batch, size, 0, dtype, device)
+                    f"{nonfinite_origin(model, loss_fn, batch)}"]
+    batch = model_batch(make_batch, size, 0, dtype, device)
     losses, norms, seconds = [], [], []
     for step in range(plan["steps"]):
         start = time.perf_counter()
-        loss = training_step(model, loss_fn, inputs, targets)
+        loss = training_step(model, loss_fn, batch)
         seconds.append(time.perf_counter() - start)
         grads = parameter_grads(model)
         problem = nonfinite(loss, grads)
         if problem:
             return [f"step {step} on the repeated batch (seed 0, size {size}): {problem}; origin: "
-                    f"{nonfinite_origin(model, loss_fn, inputs, targets)}"]
+                    f"{nonfinite_origin(model, loss_fn, batch)}"]
         losses.append(loss.item())
         norms.append(float(torch.linalg.vector_norm(torch.cat([g.reshape(-1).double() for g in grads.values()]))))
         sgd(model, plan["lr"])

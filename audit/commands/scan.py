@@ -79,8 +79,7 @@ def _run_model(spec: str, shapes, dtype: str):
         raise UsageError(f"MODEL {spec}: {exc}") from None
     if _is_triple(built):  # the kind model factory: several batches, through its own loss
         model, make_batch, loss = built
-        batches = [make_batch(Training().batch, seed) for seed in range(SCANNED_BATCHES)]
-        return scan_batches(model, [(tuple(inputs), targets) for inputs, targets in batches], loss), True
+        return scan_batches(model, _batches(spec, make_batch, Training().batch), loss), True
     if isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], torch.nn.Module):
         model, inputs = built
     elif isinstance(built, torch.nn.Module):
@@ -95,6 +94,18 @@ def _run_model(spec: str, shapes, dtype: str):
 
 #: Batches a kind model factory's ``make_batch`` is asked for (seeds 0, 1, ...): a stub's domain spans them all.
 SCANNED_BATCHES = 4
+
+
+def _batches(spec: str, make_batch, size: int) -> list:
+    """:data:`SCANNED_BATCHES` batches of ``size`` from a kind model factory's ``make_batch`` (seeds 0, 1, ...), each
+    a :class:`~audit.kit.models.Batch`; a :class:`UsageError` saying what was expected where one comes in another
+    form."""
+    from audit.kit.models import BatchError, as_batch
+
+    try:
+        return [as_batch(make_batch(size, seed)) for seed in range(SCANNED_BATCHES)]
+    except BatchError as exc:
+        raise UsageError(f"MODEL {spec}: {exc}") from None
 
 
 def _is_triple(built) -> bool:

@@ -23,5 +23,6 @@ class Violation(Exception):
 
 class RegistryFault(Exception):
     """What the registry supplied, not the target, is at fault on a case (the entry's ``proxy`` raised, or its
-    gradient is undefined or off its own finite differences there): the search stops and the cell is an ``error``
-    saying so, never a failure of the target."""
+    gradient is undefined or off its own finite differences there; a kind model factory's ``make_batch`` returned
+    a batch in no accepted form): the search stops and the cell is an ``error`` saying so, never a failure of the
+    target."""

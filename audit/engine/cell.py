@@ -113,7 +113,9 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
 
 
 def _blamed(entry: Entry) -> str:
-    """Who a registry fault is about: the entry's proxy, what to do."""
+    """Who a registry fault is about: the entry's proxy, or a kind model factory's ``make_batch``."""
+    if entry.kind == EntryKind.MODEL:
+        return f"the batches {entry.target} makes, not the code the model runs"
     return f"the entry's proxy {entry.proxy}, not the target"
 
 

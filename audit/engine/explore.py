@@ -247,7 +247,7 @@ def _property(prop: Property, state: SearchState) -> Callable[[Case], None]:
         except NotApplicable as exc:
             state.skipped = str(exc)
         except RegistryFault as exc:
-            state.fault = f"{exc} on {case.describe()}"
+            state.fault = f"{exc} on {case.describe()}" if case.args else str(exc)  # a model's case has no arguments
         except Violation as exc:
             if refuses_grad(exc):
                 state.refused = _first_line(exc)

@@ -3,17 +3,86 @@ turned non-finite."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from audit.kit.explain import first_line, library_folders
 
 
-def micro_batches(batch, parts: int) -> list:
-    """``(inputs, targets)`` split into ``parts`` micro-batches along dim 0 (anything not a tensor repeated)."""
-    inputs, targets = batch
-    split_inputs = [x.chunk(parts) if isinstance(x, torch.Tensor) else [x] * parts for x in inputs]
-    split_targets = targets.chunk(parts) if isinstance(targets, torch.Tensor) else [targets] * parts
-    return [(tuple(s[i] for s in split_inputs), split_targets[i]) for i in range(parts)]
+#: What a kind model's ``make_batch(size, seed)`` may return, in the words of every message that refuses another form.
+BATCH_FORMS = ("(inputs, targets), inputs a tensor (the model's one argument), a tuple or list (its positional "
+               "arguments) or a dict of str to values (its keyword arguments)")
+
+
+class BatchError(TypeError):
+    """``make_batch`` returned another form than :data:`BATCH_FORMS`: the entry's harness, not the code it trains."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch as a kind model's model and loss take it: ``model(*args, **kwargs)``, then ``loss(output,
+    targets)``."""
+
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    targets: Any = None
+
+    def forward(self, model):
+        """``model(*args, **kwargs)``."""
+        return model(*self.args, **self.kwargs)
+
+    def rows(self) -> int:
+        """Its size along dim 0: that of its first tensor of at least one dimension (among the positional arguments,
+        the keyword arguments' values, the targets); 0 with none."""
+        tensors = [x for x in (*self.args, *self.kwargs.values(), self.targets)
+                   if isinstance(x, torch.Tensor) and x.dim()]
+        return len(tensors[0]) if tensors else 0
+
+
+def as_batch(made) -> Batch:
+    """What ``make_batch(size, seed)`` returned, ``(inputs, targets)``, as a :class:`Batch`: ``inputs`` a tensor is
+    the model's one argument, a tuple or list its positional arguments, a dict its keyword arguments (the Lightning
+    and Hugging Face data-collator convention). A :class:`BatchError` saying what was expected and what came back for
+    any other form."""
+    if not (isinstance(made, (tuple, list)) and len(made) == 2):
+        raise BatchError(f"make_batch(size, seed) must return {BATCH_FORMS}; got {_described(made)}")
+    inputs, targets = made
+    if isinstance(inputs, torch.Tensor):
+        return Batch((inputs,), {}, targets)
+    if isinstance(inputs, (tuple, list)):
+        return Batch(tuple(inputs), {}, targets)
+    if isinstance(inputs, dict) and all(isinstance(k, str) for k in inputs):
+        return Batch((), dict(inputs), targets)
+    raise BatchError(f"make_batch(size, seed) must return {BATCH_FORMS}; got ({_described(inputs)}, "
+                     f"{_described(targets)})")
+
+
+def _described(value) -> str:
+    """A value's form in a few words: its type, a tensor's shape, a sequence's length, a dict's keys."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    if isinstance(value, dict):
+        return f"a dict with keys {', '.join(sorted(map(repr, value)))}" if value else "an empty dict"
+    return type(value).__name__
+
+
+def micro_batches(batch: Batch, parts: int) -> list[Batch]:
+    """``batch`` split into ``parts`` micro-batches along dim 0: every tensor among its positional arguments, its
+    keyword arguments' values and its targets (anything else, a 0-dim tensor too, repeated)."""
+    args = [_split(x, parts) for x in batch.args]
+    kwargs = {name: _split(x, parts) for name, x in batch.kwargs.items()}
+    targets = _split(batch.targets, parts)
+    return [Batch(tuple(a[i] for a in args), {name: k[i] for name, k in kwargs.items()}, targets[i])
+            for i in range(parts)]
+
+
+def _split(value, parts: int) -> list:
+    """A tensor's ``parts`` chunks along dim 0; anything else (a 0-dim tensor too) ``parts`` times."""
+    return list(value.chunk(parts)) if isinstance(value, torch.Tensor) and value.dim() else [value] * parts
 
 
 def seeded(factory, seed: int):
@@ -31,7 +100,7 @@ def built_module(make, seed: int, dtype, device):
 def built_model(factory, dtype, device, seed: int = 0):
     """``(model, make_batch, loss)`` from a kind model's factory called from ``seed``, the model at ``dtype`` on
     ``device``; what is wrong (a str) when the factory returns something else. ``make_batch(size, seed)`` returns
-    ``(inputs, targets)``, ``inputs`` a tuple of the model's arguments; ``loss(output, targets)`` a scalar."""
+    ``(inputs, targets)`` (:func:`as_batch` says in which forms); ``loss(output, targets)`` a scalar."""
     built = seeded(factory, seed)
     if not (isinstance(built, tuple) and len(built) == 3 and isinstance(built[0], torch.nn.Module)):
         return ("the factory must return (model, make_batch, loss) with model an nn.Module; got "
@@ -39,10 +108,13 @@ def built_model(factory, dtype, device, seed: int = 0):
     return built[0].to(dtype=dtype, device=torch.device(device)), built[1], built[2]
 
 
-def model_batch(make_batch, size: int, seed: int, dtype, device):
-    """``make_batch(size, seed)`` with its floating tensors at ``dtype`` and every tensor on ``device``."""
-    inputs, targets = make_batch(size, seed)
-    return tuple(_placed(x, dtype, device) for x in inputs), _placed(targets, dtype, device)
+def model_batch(make_batch, size: int, seed: int, dtype, device) -> Batch:
+    """``make_batch(size, seed)`` as a :class:`Batch` (:func:`as_batch`), its floating tensors at ``dtype`` and every
+    tensor on ``device``."""
+    batch = as_batch(make_batch(size, seed))
+    return Batch(tuple(_placed(x, dtype, device) for x in batch.args),
+                 {name: _placed(x, dtype, device) for name, x in batch.kwargs.items()},
+                 _placed(batch.targets, dtype, device))
 
 
 def _placed(value, dtype, device):
@@ -52,10 +124,10 @@ def _placed(value, dtype, device):
     return value
 
 
-def training_step(model, loss_fn, inputs, targets):
-    """Forward and backward from zero gradients; the loss."""
+def training_step(model, loss_fn, batch: Batch):
+    """Forward and backward on ``batch`` from zero gradients; the loss."""
     model.zero_grad(set_to_none=True)
-    loss = loss_fn(model(*inputs), targets)
+    loss = loss_fn(batch.forward(model), batch.targets)
     loss.backward()
     return loss
 
@@ -84,7 +156,7 @@ def nonfinite(loss, grads: dict) -> str | None:
     return None
 
 
-def nonfinite_origin(model, loss_fn, inputs, targets) -> str:
+def nonfinite_origin(model, loss_fn, batch: Batch) -> str:
     """Where one step's first non-finite value comes from, the step re-run: a dispatch mode watches every forward
     operation; if forward is clean, anomaly mode names the backward that produced it."""
     import warnings
@@ -92,7 +164,7 @@ def nonfinite_origin(model, loss_fn, inputs, targets) -> str:
     finder = FirstNonFinite()
     with finder:
         model.zero_grad(set_to_none=True)
-        loss = loss_fn(model(*inputs), targets)
+        loss = loss_fn(batch.forward(model), batch.targets)
     if finder.found:
         return finder.found
     with warnings.catch_warnings(record=True) as caught, torch.autograd.detect_anomaly(check_nan=True):

@@ -123,8 +123,9 @@ def _autograd_function(obj: object) -> bool:
 
 class ModuleCall:
     """A module factory as a callable of the forward's arguments: the module is built once (from a fixed
-    seed, so every cell starts from the same parameters) and cast to the dtype and device of the first
-    floating tensor argument."""
+    seed, so every cell starts from the same parameters), deep-copied for the dtype and device of the first
+    floating tensor argument and the copy cast to them (a module holding a weak reference or a closure to
+    itself computes, in the copy, with the original's weights: docs/registry.md says so)."""
 
     SEED = 0
 

@@ -14,6 +14,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from audit.core.frames import is_user
+from audit.kit.models import Batch
 from audit.scan.findings import Call, Finding
 
 #: Operator namespaces that belong to torch itself.
@@ -40,19 +41,19 @@ class Recorder:
 
 def scan_model(model, inputs) -> list[Finding]:
     """Run ``model(*inputs)``, a backward through every floating output, and return what was found."""
-    return scan_batches(model, [(inputs, None)])
+    return scan_batches(model, [Batch(tuple(inputs))])
 
 
-def scan_batches(model, batches, loss=None) -> list[Finding]:
-    """For each ``(inputs, targets)`` of ``batches``: ``model(*inputs)``, then a backward through ``loss(output,
-    targets)`` (a kind model's triple), or without a loss through every floating output; what was found over all of
-    them (every call's shapes and values: a stub's domain and dims span the batches)."""
+def scan_batches(model, batches: list[Batch], loss=None) -> list[Finding]:
+    """For each :class:`~audit.kit.models.Batch` of ``batches``: ``model(*args, **kwargs)``, then a backward through
+    ``loss(output, targets)`` (a kind model's triple), or without a loss through every floating output; what was found
+    over all of them (every call's shapes and values: a stub's domain and dims span the batches)."""
     recorder = Recorder()
-    for inputs, targets in batches:
+    for batch in batches:
         with _functions_recorded(recorder), _OpRecorder(recorder):
-            outputs = model(*inputs)
+            outputs = batch.forward(model)
             if loss is not None:
-                outputs = loss(outputs, targets)
+                outputs = loss(outputs, batch.targets)
         tensors = [outputs] if isinstance(outputs, torch.Tensor) else [o for o in _flatten(outputs)
                                                                         if isinstance(o, torch.Tensor)]
         roots = [t for t in tensors if t.requires_grad]

@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from audit.cli import cli
 from audit.core.errors import RegistryError
-from audit.results.outcome import HELD, VIOLATED
+from audit.results.kinds import ErrorKind
+from audit.results.outcome import ERRORED, HELD, VIOLATED
 from tests.helpers import entry, observe
 
 L = "tests.fixtures.layers"
@@ -51,6 +52,33 @@ def test_training_records_norms_losses_time_and_memory(tmp_path):
     found = observe(entry(tmp_path, target=f"{L}:healthy", training={"steps": 3}, **MODEL), "train_step", "float32")
     assert len(found.details["grad_norms"]) == 3 and found.details["losses"][-1] < found.details["losses"][0]
     assert found.details["step_seconds"] > 0 and found.details["peak_rss_mb"] > 0
+
+
+#: Models whose make_batch gives the model's inputs in each form users write: a bare tensor, a tuple, a dict of kwargs.
+BATCH_FORMS = ["bare_tensor_batches", "two_argument_batches", "keyword_batches"]
+
+
+@pytest.mark.parametrize("check, dtype", [("train_step", "float32"), ("accumulation", "float32"),
+                                          ("compile", "float64")])
+@pytest.mark.parametrize("model", BATCH_FORMS)
+def test_a_model_trains_on_batches_in_each_form(tmp_path, model, check, dtype):
+    found = observe(entry(tmp_path, target=f"{L}:{model}", **MODEL), check, dtype)
+    assert found.verdict == HELD, found.message
+
+
+def test_micro_batches_of_keyword_arguments_find_state_kept_across_calls(tmp_path):
+    found = observe(entry(tmp_path, target=f"{L}:keyword_state_across_calls", **MODEL), "accumulation", "float32")
+    assert found.verdict == VIOLATED and "keeps state across calls" in found.message, found.message
+
+
+@pytest.mark.parametrize("check", ["train_step", "accumulation", "compile"])
+def test_a_batch_in_another_form_is_an_error_saying_what_was_expected(tmp_path, check):
+    found = observe(entry(tmp_path, target=f"{L}:whole_batch_as_dict", **MODEL), check, "float32")
+    assert found.verdict == ERRORED and found.kind == str(ErrorKind.REGISTRY_FAULT), found
+    assert found.message.startswith("make_batch(size, seed) must return (inputs, targets), inputs a tensor (the "
+                                    "model's one argument), a tuple or list"), found.message
+    assert "got a dict with keys 'features', 'labels' (the batches tests.fixtures.layers:whole_batch_as_dict makes, " \
+           "not the code the model runs)" in found.message, found.message
 
 
 @pytest.mark.parametrize("check, dtype", [("compile", "float64"), ("noncontiguous", "float64"), ("dtype", "float32"),

@@ -58,6 +58,8 @@ ROWS: list[Planted] = [
     Planted(f"{L}:LostScale", "state_dict", MODULE, f"{L}:KeptScale", "register_buffer"),
     Planted(f"{L}:nan_on_some_batches", "train_step", MODEL, f"{L}:healthy", "batch seed 5", "float32"),
     Planted(f"{L}:state_across_calls", "accumulation", MODEL, f"{L}:healthy", "keeps state across calls", "float32"),
+    Planted(f"{L}:keyword_state_across_calls", "accumulation", MODEL, f"{L}:keyword_batches",
+            "keeps state across calls", "float32"),
     Planted("tests.fixtures.broken:Noisy", "determinism", VECTOR, "tests.fixtures.broken:Cube",
             "differs between two runs"),
     Planted("audit_tests::sneaky_scale", "alias", SCHEMA, "audit_tests::double", "its schema does not mark it mutable"),
@@ -89,6 +91,11 @@ NOT_REPLAYED: dict[str, str] = {
                                          "failing cell"),
     **{f"tests.fixtures.vacuous:{name}": VACUOUS for name in ("ReturnsStr", "ReturnsIndices", "returns_none")},
     **{f"{L}:{name}": BUILDING_BLOCK for name in ("UncheckedLog", "ClampedLog", "RunningCenter", "FixedCenter", "Net")},
+    **{f"{L}:{name}": ("correct, its make_batch giving the model's inputs in one of the forms users write (a bare "
+                       "tensor, a tuple): passes (tests/checks/test_layers.py, tests/scan/test_batch_forms.py), no "
+                       "failing cell") for name in ("bare_tensor_batches", "two_argument_batches")},
+    f"{L}:whole_batch_as_dict": ("its make_batch returns no (inputs, targets) pair: its cells are errors saying what "
+                                 "was expected (tests/checks/test_layers.py), never a failing cell to replay"),
     **{f"tests.fixtures.local_function:{name}": SCAN for name in ("make_scale", "Scaled", "build")},
     f"{G}:HalfDefault": CORRECT_POLLUTER,
     f"{G}:row_sums_reference": "a reference, not a target",
