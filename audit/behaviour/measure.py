@@ -25,7 +25,7 @@ from audit.inputs.case import Case
 from audit.inputs.special import plain_cases
 from audit.kit import calls
 from audit.kit.autograd import differentiable, grad_inputs, tangents, vjp
-from audit.kit.models import built_model, model_batch, sgd, training_step
+from audit.kit.models import Batch, built_model, model_batch, sgd, training_step
 from audit.kit.tensors import floating, outputs_of, widest
 from audit.registry.model import Entry, EntryKind
 from audit.runtime import definition
@@ -333,10 +333,9 @@ def _trajectory(entry: Entry, target: Target, dtype: str, device: str, wide: str
     model = model.to(getattr(torch, wide))
     losses, norms = [], []
     for step in range(entry.training.steps):
-        inputs, targets = model_batch(make_batch, entry.training.batch, step, getattr(torch, dtype), device)
-        inputs = tuple(_cast(x, wide) for x in inputs)
+        batch = _widened(model_batch(make_batch, entry.training.batch, step, getattr(torch, dtype), device), wide)
         calls.reseed(step)
-        loss = training_step(model, loss_fn, inputs, _cast(targets, wide))
+        loss = training_step(model, loss_fn, batch)
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         losses.append(float(loss.detach()))
         norms.append(float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads))) if grads else 0.0)
@@ -381,14 +380,20 @@ def _batch_outputs(entry: Entry, target: Target, seed: int, dtype: str, device: 
     model, make_batch, _ = _built(target, dtype, device)
     if loaded is not None:
         model = copy.deepcopy(loaded).to(dtype=getattr(torch, dtype), device=torch.device(device))
-    inputs, _ = model_batch(make_batch, entry.training.batch, 0, getattr(torch, dtype), device)
+    batch = model_batch(make_batch, entry.training.batch, 0, getattr(torch, dtype), device)
     wide = "complex128" if "complex" in dtype else "float64"
     with torch.no_grad():
         calls.reseed(seed)
-        got = outputs_of(model(*inputs))
+        got = outputs_of(batch.forward(model))
         calls.reseed(seed)
-        truth = outputs_of(copy.deepcopy(model).to(getattr(torch, wide))(*(_cast(x, wide) for x in inputs)))
+        truth = outputs_of(_widened(batch, wide).forward(copy.deepcopy(model).to(getattr(torch, wide))))
     return got, truth
+
+
+def _widened(batch: Batch, dtype: str) -> Batch:
+    """``batch`` with its floating tensors cast to ``dtype``."""
+    return Batch(tuple(_cast(x, dtype) for x in batch.args), {k: _cast(v, dtype) for k, v in batch.kwargs.items()},
+                 _cast(batch.targets, dtype))
 
 
 def _cast(value, dtype: str):
