@@ -4,6 +4,8 @@ in its most precise claimed dtype. The target is never run in a dtype it does no
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 
 from audit.checking import judgement, reference, replayable, smoothness
@@ -14,7 +16,7 @@ from audit.kit.refusal import NotApplicable
 from audit.kit.autograd import NO_GRADIENT_OUTPUT, call_vjp, grad_inputs, wrapped
 from audit.kit.calls import once
 from audit.kit.compare import defined_only, undefined_where
-from audit.kit.explain import judged_by_differences
+from audit.kit.explain import first_line, judged_by_differences, user_site
 from audit.kit.noise import measured_noise, noisy_mismatches
 from audit.kit.precision import (largest_input, largest_value, leaves_in, own_error_mismatches, rounded_mismatches,
                                  three_runs, value_range)
@@ -161,13 +163,30 @@ def run(subject, case) -> None:
             found = replayable.stage(CHECK, by_own_error, subject, case)
         judgement.settle(subject, case, found, (UnreliableReference(AGAINST),))
         return
-    with reference.blamed_if_it_raises(subject, lambda: leaves_in(subject.args(case), torch.float64)):
+    guard = (reference.blamed_if_it_raises(subject, lambda: leaves_in(subject.args(case), torch.float64))
+             if ref is not None else _wider_run_raises(values["wider_dtype"], values["dtype"]))
+    with guard:
         wider = widest_run(fn, ref, args, subject.seed, values["dtype"], values["wider_dtype"])
     if wider is None:
         if values["dtype"] in (torch.float64, torch.complex128):
             return
         raise NotApplicable(NOTHING_WIDER)
     _judge_values(subject, case, values, (outputs, grads), wider)
+
+
+@contextmanager
+def _wider_run_raises(wider_dtype, dtype):
+    """Without a reference the wider run is the target's own, in ``wider_dtype``: an exception there is the target's,
+    said so (never a reference's: the entry has none to blame)."""
+    try:
+        yield
+    except (MemoryError, RecursionError, Violation):
+        raise
+    except Exception as exc:
+        wide, name = (str(d).replace("torch.", "") for d in (wider_dtype, dtype))
+        raise Violation(f"the target raised {type(exc).__name__} in {wide}: {first_line(exc)}{user_site(exc)} (its "
+                        f"{wide} run is what this {name} cell's values are compared with; the {wide} cell meets it "
+                        "too)") from exc
 
 
 def _judge_values(subject, case, values, results, wider) -> None:

@@ -59,7 +59,8 @@ def _audit(loaded, settings: Settings) -> int:
         raise UsageError("nothing selected: no entry has a cell for the chosen checks and devices")
     if result is None:
         result = _empty_result()
-    matrix = build(result, loaded, options, strict=settings.strict, shard=split)
+    matrix = build(result, loaded, options, strict=settings.strict, shard=split,
+                   fail_unverified=settings.fail_unverified)
     if settings.record and result.entries:
         matrix = _recorded(matrix, loaded, entries, settings, options)
     show(matrix, settings.output_format, -1 if settings.quiet else settings.verbosity,  # shown even if out fails

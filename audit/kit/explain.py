@@ -36,15 +36,18 @@ def library_folders() -> tuple:
 
 def user_site(exc: BaseException) -> str:
     """`` (at file:line in function)`` for the innermost frame of ``exc``'s traceback outside
-    :func:`library_folders` (else the innermost frame), or "" when it has none."""
+    :func:`library_folders` (else the innermost frame outside the audit's own folder: torch's or the standard
+    library's), or "" when it has none: the audit's own files are never quoted as where a target raised."""
     frames, tb = [], exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
         frames.append((code.co_filename, tb.tb_lineno, code.co_name))
         tb = tb.tb_next
-    own = [f for f in frames if not f[0].startswith(library_folders())]
-    frame = (own or frames)[-1] if frames else None
-    return f" (at {frame[0]}:{frame[1]} in {frame[2]})" if frame else ""
+    folders = library_folders()
+    user = [f for f in frames if not f[0].startswith(folders)]
+    elsewhere = [f for f in frames if not f[0].startswith(folders[2])]
+    chosen = user or elsewhere
+    return f" (at {chosen[-1][0]}:{chosen[-1][1]} in {chosen[-1][2]})" if chosen else ""
 
 
 def explain_gradcheck_failure(fn, inputs, exc: Exception, options: dict) -> str:

@@ -8,14 +8,13 @@ import hashlib
 
 from audit.core.contract import Status
 from audit.reporters.common import SHOWN, also_lines, failure_line
-from audit.results.causes import TIER_TITLES, Cause, Fixes, Member, Tier, causes
+from audit.results.causes import RAISED, TIER_TITLES, Cause, Fixes, Member, Tier, causes
 from audit.results.kinds import FIXES as ERROR_FIXES
+from audit.results.kinds import ErrorKind
 from audit.results.matrix import Matrix
 
 #: A cause's cells spelled out in full before the rest are counted.
 LISTED = 3
-#: Entry names listed in a cause's line before the rest are counted.
-ENTRIES = 6
 
 
 @functools.cache
@@ -35,7 +34,14 @@ def grouped(matrix: Matrix, owner: str | None = None, statuses: tuple[Status, ..
 def rule_id(cause: Cause) -> str:
     """A short id that stays put across runs while the cause does: ``gradcheck/3f2a9c1e``."""
     digest = hashlib.sha256(f"{cause.check}|{cause.kind}|{cause.pattern}".encode()).hexdigest()[:8]
-    return f"{cause.check or 'raised'}/{digest}"
+    return f"{cause.check or _family(cause.kind)}/{digest}"
+
+
+def _family(kind: str) -> str:
+    """What a cause that is not one check's is (a rule id's first part): a load failure, a raise, an engine error."""
+    if kind == ErrorKind.NOT_LOADED.value:
+        return "not-loaded"
+    return "raised" if kind.startswith(RAISED) else "error"
 
 
 def listed(cause: Cause) -> tuple[list[Member], int]:
@@ -46,10 +52,11 @@ def listed(cause: Cause) -> tuple[list[Member], int]:
 
 
 def counts(cause: Cause) -> str:
-    """How many cells in how many entries, which: ``11 cells in 4 entries (cube, softplus, ...)``."""
+    """How many cells in how many entries, every entry named, and the dtypes: ``11 cells in 4 entries (cube,
+    softplus, sincos, spike) in float64, float32``."""
     cells, entries = len(cause.members), len(cause.entries)
-    names = ", ".join(cause.entries[:ENTRIES]) + (f" (+{entries - ENTRIES} more)" if entries > ENTRIES else "")
-    return f"{cells} cell{'s' * (cells != 1)} in {entries} entr{'ies' if entries != 1 else 'y'} ({names})"
+    return (f"{cells} cell{'s' * (cells != 1)} in {entries} entr{'ies' if entries != 1 else 'y'} "
+            f"({', '.join(cause.entries)}) in {', '.join(cause.dtypes)}")
 
 
 def summary(cause: Cause) -> str:

@@ -139,7 +139,22 @@ def headline(matrix: Matrix) -> str:
     if probes:
         gated = matrix.verdict == "fail" and not any(c.claimed and c.gates(False) for c in cells)
         parts.append(f"{probes} in unclaimed probes ({'their xpass gates under --strict' if gated else 'do not gate'})")
-    return f"autograd-audit: {(matrix.verdict or '?').upper()}: " + "; ".join(parts)
+    return f"autograd-audit: {(matrix.verdict or '?').upper()}: " + "; ".join(parts + [unverified(matrix)] * bool(
+        matrix.unverified()))
+
+
+#: Entries that verified nothing named in the headline before the rest are counted.
+UNVERIFIED_NAMED = 8
+
+
+def unverified(matrix: Matrix) -> str:
+    """``2 entries verified nothing (every claimed cell skipped): a (CUDA is not available here), b (...)``."""
+    found = matrix.unverified()
+    named = ", ".join(f"{name} ({why[:80]})" for name, why in found[:UNVERIFIED_NAMED])
+    more = f", and {len(found) - UNVERIFIED_NAMED} more" if len(found) > UNVERIFIED_NAMED else ""
+    count = len(found)
+    return (f"{count} entr{'ies' if count != 1 else 'y'} verified nothing (every claimed cell skipped; fails under "
+            f"--strict or fail_unverified): {named}{more}")
 
 
 def _counts(cells) -> str:

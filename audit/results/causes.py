@@ -1,9 +1,19 @@
-"""Failing cells grouped by cause: the check and the finding's declared kind, refined by what the findings share.
+"""Failing cells grouped by root cause, whatever checks it broke.
 
-A cause is (check, declared kind), each with its numbers masked (a raising site's ``file:line`` kept), refined by
-the message once numbers, shapes and the entry's own name are masked: eleven cells that say ``max |analytic -
-numeric| = 0.5`` and ``= 3`` of the same gradient are one cause. The kind is read from the cell (``Cell.kind``),
-never worked out from its message; a cell from an older matrix, without one, is grouped by its message alone.
+A root cause is what the failures share, in this order:
+
+1. an entry-level failure (the target could not be loaded, imported or built): its root message (the innermost
+   ``Error: ...`` of the chain, numbers and the entry's own names masked), so every cell of the entry, and of every
+   entry of a package that fails the same way, is one cause;
+2. an exception with a raising site (``raised TypeError: ... (at pkg/ops.py:41 in f)``, however the check that met
+   it words what it was doing): its type and site;
+3. otherwise the check and the finding's declared kind, refined by the message once numbers, shapes and the entry's
+   own name are masked: eleven cells that say ``max |analytic - numeric| = 0.5`` and ``= 3`` of the same gradient
+   are one cause.
+
+A cause lists the checks, dtypes and entries it touched, and is shown in the tier of its most severe cell (a claimed
+failure, an error, an unclaimed probe). The kind is read from the cell (``Cell.kind``), never worked out from its
+message; a cell from an older matrix, without one, is grouped by its message alone.
 """
 
 from __future__ import annotations
@@ -36,6 +46,10 @@ WHERE = "; on "
 _SITE = re.compile(r"(\.\w+:)(\d+)")
 #: The case's dims, as :meth:`audit.inputs.case.Case.describe` writes them: ``with B=#, N=#``.
 _DIMS = re.compile(r"\bwith \w+=#(?:, \w+=#)*")
+#: An exception and where it was raised, as every check quotes it: ``raised TypeError: ... (at file:line in f)``.
+_RAISE = re.compile(r"raised (?P<type>[\w.]+)(?::.*?)? \(at (?P<site>[^()]+:\d+(?: in [\w<>.]+)?)\)")
+#: The innermost error of a load failure's chain: ``...: ModuleNotFoundError: No module named 'pkg'``.
+_ROOT = re.compile(r"(?:^|: )(?P<root>[A-Z]\w*(?:Error|Exception|Exit)\b: .*)$")
 
 
 #: What a cause's line keeps of its messages' shared text.
@@ -92,6 +106,11 @@ class Cause:
         return tuple(dict.fromkeys(m.cell.check for m in self.members))
 
     @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The dtypes of its cells, each once, in matrix order."""
+        return tuple(dict.fromkeys(m.cell.dtype for m in self.members))
+
+    @property
     def entries(self) -> tuple[str, ...]:
         """The names of the entries it fails, each once, in matrix order."""
         return tuple(dict.fromkeys(m.entry.name for m in self.members))
@@ -137,9 +156,24 @@ def _after_shared(kind: str, pattern: str) -> str:
 
 
 def identity(check: str, kind: str, message: str, names: Iterable[str]) -> tuple[str, str, str]:
-    """What makes two failures one cause: the check, the masked kind and the masked message."""
+    """What makes two failures one root cause (see the module's docstring): (check, masked kind, masked pattern),
+    the check "" for a cause that is not any one check's."""
     names = tuple(names)
+    if kind == ErrorKind.NOT_LOADED.value:
+        root = _ROOT.search(message)
+        return "", kind, mask(root.group("root") if root else message, names)
+    raised = _RAISE.search(kind) or _RAISE.search(message)  # the declared kind first, as everywhere here
+    if raised:
+        return "", f"{RAISED}{raised.group('type')} (at {raised.group('site')})", mask(_raised_text(message), names)
+    if kind in _ENGINE_KINDS:
+        return "", mask(kind, names), mask(message, names)
     return check, mask(kind, names), mask(message, names)
+
+
+def _raised_text(message: str) -> str:
+    """What an exception said, from the message that quotes it (what the check was doing before it dropped)."""
+    found = re.search(r"raised [\w.]+: (.*?)(?: \(at [^()]+:\d+(?: in [\w<>.]+)?\))", message)
+    return found.group(1) if found else message
 
 
 def tier(cell: Cell) -> Tier:
@@ -151,18 +185,28 @@ def tier(cell: Cell) -> Tier:
 
 def causes(matrix: Matrix, fixes: Fixes | None = None, *, owner: str | None = None,
            statuses: tuple[Status, ...] = (Status.FAIL, Status.ERROR)) -> tuple[Cause, ...]:
-    """The causes of every cell with one of ``statuses``: by tier, then the most entries first, then the order
-    of their first cell; ``owner``'s causes before everyone else's within each tier."""
-    found: dict[tuple[Tier, str, str, str], list[Member]] = {}
+    """The root causes of every cell with one of ``statuses``: by the tier of their most severe cell, ``owner``'s
+    before everyone else's, then the most entries first, then the most cells, then the order of their first
+    cell."""
+    found: dict[tuple[str, str, str], list[Member]] = {}
     for entry, cell in matrix.pairs():
         if cell.status in statuses:
             found.setdefault(_key(entry, cell), []).append(Member(entry, cell))
     fixes = fixes or {}
-    made = [Cause(check, kind, pattern, level, tuple(members), fixes.get((check, kind)) or fixes.get(("", kind), ""))
-            for (level, check, kind, pattern), members in found.items()]
+    made = [Cause(check, kind, pattern, min(tier(m.cell) for m in members), tuple(members),
+                  fixes.get((check, kind)) or fixes.get(("", kind), "") or _raised_fix(kind, fixes))
+            for (check, kind, pattern), members in found.items()]
     first = {id(c): i for i, c in enumerate(made)}
     return tuple(sorted(made, key=lambda c: (c.tier, owner is not None and owner not in c.owners,
-                                             -len(c.entries), first[id(c)])))
+                                             -len(c.entries), -len(c.members), first[id(c)])))
+
+
+def _raised_fix(kind: str, fixes: Fixes) -> str:
+    """The likely fix of an exception met by several checks: what each check says of one it met, when they agree."""
+    if not kind.startswith(RAISED):
+        return ""
+    said = {fix for (check, declared), fix in fixes.items() if declared.startswith(RAISED) and check}
+    return said.pop() if len(said) == 1 else ""
 
 
 #: How the search names the kind of a target's exception (:func:`audit.engine.explore._raised`): "raised
@@ -172,9 +216,8 @@ RAISED = "raised "
 _ENGINE_KINDS = frozenset(kind.value for kind in ErrorKind)
 
 
-def _key(entry: MatrixEntry, cell: Cell) -> tuple[Tier, str, str, str]:
-    check = "" if cell.kind.startswith(RAISED) or cell.kind in _ENGINE_KINDS else cell.check
-    return (tier(cell), *identity(check, cell.kind, without_case(cell), (entry.name, entry.target)))
+def _key(entry: MatrixEntry, cell: Cell) -> tuple[str, str, str]:
+    return identity(cell.check, cell.kind, without_case(cell), (entry.name, entry.target))
 
 
 def without_case(cell: Cell) -> str:

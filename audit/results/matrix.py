@@ -97,10 +97,22 @@ class Matrix:
         """(entry, cell) for every cell, in matrix order."""
         return ((entry, cell) for entry in self.entries for cell in entry.cells)
 
-    def judged(self, strict: bool) -> Matrix:
-        """This matrix with its summary and its verdict under ``strict`` counted from its cells."""
+    def judged(self, strict: bool, fail_unverified: bool = False) -> Matrix:
+        """This matrix with its summary and its verdict under ``strict`` counted from its cells; with
+        ``fail_unverified``, an entry that verified nothing (:meth:`unverified`) fails it too."""
         cells = self.cells()
-        return dataclasses.replace(self, summary=summary(cells), verdict=verdict(cells, strict))
+        failed = verdict(cells, strict) == "fail" or (fail_unverified and bool(self.unverified()))
+        return dataclasses.replace(self, summary=summary(cells), verdict="fail" if failed else "pass")
+
+    def unverified(self) -> tuple[tuple[str, str], ...]:
+        """(name, why) of each entry none of whose claimed cells ran to a verdict: every one a skip, ``why`` the first
+        skip's reason. Such an entry passes the gate having proved nothing; every report names it."""
+        found = []
+        for entry in self.entries:
+            claimed = [c for c in entry.cells if c.claimed]
+            if claimed and all(c.status is Status.SKIP for c in claimed):
+                found.append((entry.name, claimed[0].message.split("; ")[0]))
+        return tuple(found)
 
     def to_json(self) -> dict[str, Any]:
         """The contract's matrix object."""
@@ -164,12 +176,12 @@ class Audited(Protocol):
 
 
 def build(result: Audited, registry: Registry, options: RunOptions, strict: bool = False,
-          shard: dict[str, Any] | None = None) -> Matrix:
-    """The matrix of an engine run under ``options``, its verdict under ``strict``; ``shard``: which shard of a
-    split run it is."""
+          shard: dict[str, Any] | None = None, fail_unverified: bool = False) -> Matrix:
+    """The matrix of an engine run under ``options``, its verdict under ``strict`` (and ``fail_unverified``: see
+    :meth:`Matrix.judged`); ``shard``: which shard of a split run it is."""
     return Matrix(entries=tuple(_entry(r) for r in result.entries),
                   environment=environment(result.environment, registry, options), created=utc_timestamp(),
-                  registry=repository_path(registry.path), shard=shard).judged(strict)
+                  registry=repository_path(registry.path), shard=shard).judged(strict, fail_unverified)
 
 
 def _entry(result: AuditedEntry) -> MatrixEntry:

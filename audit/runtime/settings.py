@@ -90,6 +90,9 @@ class Settings:
                                    sources=(PYPROJECT, PROFILE, API), also=("repro",))
     strict: bool = setting(False, "skip and xpass cells fail the gate too.", sources=(PYPROJECT, PROFILE),
                            also=("merge",))
+    fail_unverified: bool = setting(False, "An entry none of whose claimed cells ran to a verdict (every one a skip) "
+                                           "fails the gate (--strict does too; without either, every report names "
+                                           "it).", switch=True, sources=(PYPROJECT, PROFILE))
     progress: str = setting("auto", "A progress bar on a terminal (auto), a line per entry otherwise.",
                             choices=("auto", "on", "off"), sources=(PYPROJECT,))
     profile: str | None = setting(None, "premerge (10 examples, cache on), intake (the defaults), upgrade (50 "

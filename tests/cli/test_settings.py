@@ -44,7 +44,7 @@ def test_a_tier_that_leaves_a_setting_out_falls_through_to_the_next():
 
 def test_a_key_a_profile_may_not_set_is_refused_as_the_schema_refuses_it():
     with pytest.raises(UsageError, match=r"^profiles\.fast\.jobs: unknown key; expected one of: cache, "
-                                         r"compile_backend, examples, record, strict, timeout$"):
+                                         r"compile_backend, examples, fail_unverified, record, strict, timeout$"):
         settle(profile={"jobs": 2}, profile_name="fast")
 
 

@@ -38,7 +38,7 @@ def test_another_kind_check_or_raising_site_is_another_cause():
     cells = [_grad(1), _grad(2, kind="output 0"), _grad(3, check="forward_ad"), *sites]
     found = causes(_matrix(_entry("a", ["@x"], 1, cells)))
     assert len(found) == 5
-    assert found[3].title == "compile: raised RuntimeError (at pkg/ops.py:41) — no (at pkg/ops.py:41)"  # said once
+    assert found[3].title == "compile: raised RuntimeError (at pkg/ops.py:41) — no"  # the site said once, in the kind
     other_input = causes(_matrix(_entry("a", ["@x"], 1, [_grad(1), _grad(2, kind="gradient of input 0")])))
     assert len(other_input) == 1  # the kind's numbers are masked too: which input is a detail of the cell
 
