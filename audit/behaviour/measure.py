@@ -12,6 +12,7 @@ twin's, scaled by the ratio of their precisions (the computation's conditioning 
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -61,13 +62,13 @@ def measure(entry: Entry, target: Target, seed: int, devices: tuple[str, ...],
     cells = [(dtype, device) for device in devices for dtype in entry.supports.dtypes]
     if entry.kind == EntryKind.MODEL:
         _model(entry, target, seed, cells, tensors, values, notes)
+        costs += [_timed(functools.partial(_training_step, entry, target, dtype, device), dtype, device)
+                  for dtype, device in cells]
     else:
         _operator(entry, target, seed, cells, tensors, values, costs, notes)
     state, load = _state(entry, target, tensors)
-    if old_state is not None:
+    if old_state is not None and state:
         load = _checkpoint(entry, target, seed, cells, old_state, tensors, values)
-    elif state:
-        load = None
     read = definition.constants(target.obj) if entry.kind != EntryKind.OP else {}
     return Measured(EntryRecord(entry.name, entry.kind.value, target.digest, tuple(values), tuple(costs), state,
                                 load, tuple(notes), constants=read), tensors)
@@ -202,13 +203,22 @@ def _largest(tensor: torch.Tensor) -> float:
 
 
 def _cost(entry: Entry, target: Target, seed: int, dtype: str, device: str, case: Case) -> Cost:
-    """Seconds per forward and backward on ``case`` (each sample's median call), and the peak memory on CUDA."""
+    """Seconds per forward and backward on ``case``, and the peak memory on CUDA (:func:`_timed`)."""
     subject = Subject(entry, target, dtype, device, seed)
     module = _module(target, dtype, device)
+    return _timed(lambda: quantities(_plain(entry), subject, subject.args(case), seed, module), dtype, device)
 
-    def once() -> None:
-        quantities(_plain(entry), subject, subject.args(case), seed, module)
 
+def _training_step(entry: Entry, target: Target, dtype: str, device: str):
+    """A model's one training step (forward, backward) on batch 0, as timed."""
+    model, make_batch, loss_fn = _built(target, dtype, device)
+    return training_step(model, loss_fn, model_batch(make_batch, entry.training.batch, 0, getattr(torch, dtype),
+                                                        device))
+
+
+def _timed(once: Callable[[], object], dtype: str, device: str) -> Cost:
+    """:data:`SAMPLES` samples of seconds per call of ``once`` (each sample about :data:`SAMPLE_SECONDS` of calls,
+    after a warm-up), and the peak memory of one call on CUDA."""
     once()
     start = time.perf_counter()
     once()
@@ -234,7 +244,7 @@ def _synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _peak(device: str, once: Callable[[], None]) -> tuple[float | None, str]:
+def _peak(device: str, once: Callable[[], object]) -> tuple[float | None, str]:
     if device != "cuda":
         return None, f"not measured on {device}: torch keeps no allocator statistics there"
     torch.cuda.reset_peak_memory_stats()

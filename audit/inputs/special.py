@@ -69,8 +69,8 @@ def plain_cases(entry: Entry, seed: int) -> tuple[Case, ...]:
         return ()
     small = {name: _size(entry, name) for name in entry.symbols}
     found: dict[str, Case] = {}
-    for sizes in (small, _largest(entry)):
-        values = [_generic(spec, _shape(spec, sizes), i, seed) if isinstance(spec, TensorSpec) else None
+    for number, sizes in enumerate((small, _largest(entry))):
+        values = [_generic(spec, _shape(spec, sizes), i, (seed, number)) if isinstance(spec, TensorSpec) else None
                   for i, spec in enumerate(entry.inputs)]
         case = _case(entry, sizes, values)
         found.setdefault(json.dumps(case.to_json()), case)
@@ -216,12 +216,12 @@ def _inside(values: np.ndarray, spec: TensorSpec) -> bool:
                 and all(np.all(np.abs(values - kink) >= margin) for kink in spec.kinks))
 
 
-def _generic(spec, shape: tuple, index: int, seed: int | None = None) -> np.ndarray:
+def _generic(spec, shape: tuple, index: int, seed: tuple[int, int] | None = None) -> np.ndarray:
     """Plain values for an input a kind leaves alone: drawn from a generator seeded by its position (the same
-    for every kind, so that only the structured input changes) and ``seed`` if given, inside its domain and off its
-    kinks."""
+    for every kind, so that only the structured input changes) and ``seed`` if given (a run's seed and a case's
+    number: each case its own values, not a prefix of another's), inside its domain and off its kinks."""
     low, high = _unit_part(*spec.domain)
-    values = np.random.default_rng(index if seed is None else [seed, index]).uniform(low, high, size=shape)
+    values = np.random.default_rng(index if seed is None else [*seed, index]).uniform(low, high, size=shape)
     if spec.dtype is not None and spec.dtype not in FLOAT_DTYPES:
         return np.clip(np.round(values), np.ceil(spec.domain[0]), np.floor(spec.domain[1])).astype(np.int64)
     if spec.kinks:

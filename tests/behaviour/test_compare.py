@@ -165,3 +165,18 @@ def test_every_format_of_the_diff_shows_the_layers_then_each_class(records):
     assert "### Behaviour, layer by layer" in markdown and "| renamed | state dict |" in markdown
     assert set(behaviour.to_json()["changes"]) == {"values", "training", "checkpoint", "compile", "cost",
                                                    "environment"}
+
+
+def test_a_model_has_its_cost_and_an_operator_no_checkpoint_load(records):
+    old, new, _ = records
+    assert {c.dtype for c in old.entries["steady_model"].cost} == {"float64", "float32"}
+    assert new.entries["steady"].load is None and new.entries["linear"].load == ""  # loaded strictly, --against
+
+
+def test_the_fixed_cases_are_each_their_own_values():
+    from audit.inputs.special import plain_cases
+    from audit.registry.model import Entry, EntryKind, TensorSpec
+
+    entry = Entry("e", ("@x",), EntryKind.CALLABLE, "m:f", (TensorSpec(("B", 4)),), dims=(("B", 1, 4),))
+    small, large = (case.args[0].values for case in plain_cases(entry, 0))
+    assert small.shape == (2, 4) and large.shape == (4, 4) and not (small[0] == large[0]).any()
