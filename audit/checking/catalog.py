@@ -16,6 +16,12 @@ from audit.registry.model import Entry, EntryKind
 
 #: shared_grad draws batches this large and up: at 1 the mean of per-sample gradients is their sum.
 MIN_BATCH = 2
+#: The likely fix of a gradient that is not the declared proxy's (the kit's ``INTENDED`` kind): never "derive it from
+#: the forward", which a surrogate or straight-through backward must not do, but what the entry declares.
+INTENDED_FIX = ("not the intended gradient: gradient of input #",
+                "the backward differs from the declared proxy's gradient: check that the proxy is the intended one, "
+                "whether an output narrower than its input rounds the gradient reaching the backward (the message "
+                "says so), and where the difference sits (the replay prints both gradients)")
 #: statistics runs at most this many examples a cell, each drawing the target (and the reference) this many times.
 STATISTICS_EXAMPLES, STATISTICS_DRAWS = 2, 2000
 
@@ -93,6 +99,7 @@ _DECLARATIONS = (
         special=True,
         fixes=(("gradient of input #", "the backward's formula for that input is wrong: derive it again from the "
                                        "forward (the replay prints the analytic and the numeric gradient)"),
+               INTENDED_FIX,
                ("Jacobian mismatch for output # with respect to input #",
                 "the backward's formula for that input is wrong: derive it again from the forward (the replay prints "
                 "the analytic and the numeric Jacobian)")),
@@ -171,7 +178,7 @@ _DECLARATIONS = (
                      "before returning it (a backward returns each gradient in its input's dtype)")
                     for what in ("output #", "gradient of input #")
                     for got, given in (("float32", "float64"), ("float64", "float32"), ("float32", "float16"),
-                                       ("float32", "bfloat16"))),
+                                       ("float32", "bfloat16"))) + (INTENDED_FIX,),
     ),
     Check(
         name="device",

@@ -103,7 +103,7 @@ def three_runs(fn, ref, args, seed: int, dtype, *, gradients: bool = True):
 
 
 def own_error_mismatches(label: str, got, truth, own, dtype, ratios=None, inputs: str = "",
-                         magnitude: float = 0.0) -> list:
+                         magnitude: float = 0.0, against: str = "the reference") -> list:
     """One line per tensor of ``got`` (labelled "<label> <i>") whose error from ``truth`` exceeds
     OWN_ERROR_RATIO times ``own``'s (the reference in ``dtype``; None: the truth rounded to ``dtype``) plus
     OWN_ERROR_FLOOR roundings of its largest true value; or that is inf or NaN where the truth, rounded to
@@ -111,20 +111,21 @@ def own_error_mismatches(label: str, got, truth, own, dtype, ratios=None, inputs
     "<label> <i>" -> the target's error over the reference's (over the floor where the reference's is smaller).
     The floor also holds two float32 roundings of ``magnitude`` (the inputs' largest value): kernels compute in
     float32, and a result that cancels (to zero, or below its operands) carries their rounding, not its own.
-    Elements where the reference in ``dtype`` is not finite are not compared (it says nothing there)."""
+    Elements where the reference in ``dtype`` is not finite are not compared (it says nothing there). ``against``
+    names what the truth was computed with (the reference, or a declared proxy)."""
     if len(got) != len(truth):
         return [f"{label}: {len(got)} tensors, expected {len(truth)}"]
     own = own if own is not None and len(own) == len(truth) else [t.to(dtype) for t in truth]
     found = []
     for i, (g, t, o) in enumerate(zip(got, truth, own)):
-        problem = own_error_mismatch(g, t, o, dtype, ratios, f"{label} {i}", inputs, magnitude)
+        problem = own_error_mismatch(g, t, o, dtype, ratios, f"{label} {i}", inputs, magnitude, against)
         if problem:
             found.append(Finding(f"{label} {i}: {problem}", f"{label} {i}", label))
     return found
 
 
 def own_error_mismatch(got, truth, own, dtype, ratios=None, name: str = "", inputs: str = "",
-                       magnitude: float = 0.0) -> str | None:
+                       magnitude: float = 0.0, against: str = "the reference") -> str | None:
     """Why ``got`` is further from ``truth`` than the precision allows (:func:`own_error_mismatches`), or None."""
     got, truth, own = (dense(t).detach().cpu().to(torch.float64) for t in (got, truth, own))
     if got.shape != truth.shape:
@@ -149,12 +150,12 @@ def own_error_mismatch(got, truth, own, dtype, ratios=None, name: str = "", inpu
         return None
     flat = int(error.reshape(-1).argmax())
     name, yardstick = str(dtype).replace("torch.", ""), max(reference, floor)
-    measure = (f"the reference's error in {name}" if reference >= floor else
-               f"two roundings of max|true| {largest:.3g} and of the inputs' {magnitude:.3g} in float32: the "
-               f"reference's error in {name} is {reference:.3g}")
+    measure = (f"{against}'s error in {name}" if reference >= floor else
+               f"two roundings of max|true| {largest:.3g} and of the inputs' {magnitude:.3g} in float32: "
+               f"{against}'s error in {name} is {reference:.3g}")
     times = f"{mine / yardstick:.3g}x" if yardstick else "more than"
     return (f"error {mine:.3g} = {times} {name}'s own {yardstick:.3g} for this computation ({measure};"
-            f" allowed {ratio:g}x the reference's + those roundings = {allowed:.3g}) at index "
+            f" allowed {ratio:g}x {against}'s + those roundings = {allowed:.3g}) at index "
             f"{_index(error, got.shape)} (got {got.reshape(-1)[flat].item():.6g}, "
             f"true {truth.reshape(-1)[flat].item():.6g})")
 

@@ -75,7 +75,7 @@ def proxy_mismatches(fn, proxy, args, seed: int, tol, dtype, own_error: bool = F
         except ProxyError:  # the proxy has no kernel in this dtype: the truth's rounding stands in
             own = None
         found = own_error_mismatches("gradient of input", got, truth, own, dtype, ratios, value_range(args),
-                                     largest_input(args))
+                                     largest_input(args), against="the proxy")
         how = f", judged by the error the proxy itself makes in {name}"
     else:
         found = mismatches("gradient of input", got, truth, tol)
@@ -86,7 +86,12 @@ def proxy_mismatches(fn, proxy, args, seed: int, tol, dtype, own_error: bool = F
                      if o.dtype.is_floating_point and o.dtype != x.dtype), "")
     return [Finding(f"{line} against the declared proxy{named} (its float64 autograd gradient, vjp with random "
                     f"cotangents{how}): the backward is not the intended gradient{narrowed}",
-                    getattr(line, "kind", line)) for line in found]
+                    f"{INTENDED}{getattr(line, 'kind', line)}", getattr(line, "family", "")) for line in found]
+
+
+#: How a finding against the declared proxy's gradient begins its kind: it is judged by what the entry declares (the
+#: proxy, the output's dtype), never by the forward's derivative.
+INTENDED = "not the intended gradient: "
 
 
 @contextlib.contextmanager

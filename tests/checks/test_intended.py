@@ -149,3 +149,24 @@ def test_the_registry_refuses_proxy_modes_where_they_mean_nothing(tmp_path):
         entry(tmp_path, target=f"{F}:ArctanSpike", **{**SPIKE, "proxy_modes": ["train"]})
     with pytest.raises(AuditError, match="proxy_modes"):
         entry(tmp_path, target=f"{F}:ArctanSpike", **{**SPIKE, "proxy_modes": ["sleep"]})
+
+
+def test_a_gradient_off_its_proxy_is_not_the_intended_gradient_and_its_fix_follows_the_declarations(tmp_path):
+    from audit.reporters.causes import builtin_fixes
+    from audit.results.causes import identity
+
+    found = observe(_spec(tmp_path, f"{F}:ArctanSpikeSlope", SPIKE), "gradcheck")
+    assert found.verdict == VIOLATED and found.kind.startswith("not the intended gradient: gradient of input")
+    _, kind, _ = identity("gradcheck", found.kind, found.message, ())
+    fix = builtin_fixes()[("gradcheck", kind)]
+    assert "proxy" in fix and "derive it again from the forward" not in fix
+
+
+def test_in_half_precision_the_allowance_against_a_proxy_names_the_proxy(tmp_path):
+    import torch
+
+    from audit.kit.precision import own_error_mismatch
+
+    truth = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    said = own_error_mismatch(truth + 0.5, truth, truth.half().double(), torch.float16, against="the proxy")
+    assert said and "the proxy's error in float16" in said and "reference" not in said
