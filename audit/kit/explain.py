@@ -27,11 +27,14 @@ def _folder(path: str) -> str:
 def library_folders() -> tuple:
     """Where the code that is not the user's lives: torch, the standard library (contextlib's folder) and the
     folder of the package this code is in (the audit's; in a replay script, which is ``__main__``, the script's
-    folder)."""
+    folder), then Triton's where it is imported (its interpreter launches a package's kernels: the package's line is
+    the one to quote)."""
     own = _folder(library_folders.__code__.co_filename)
     for _ in range(__name__.count(".") - 1):  # audit.kit.explain: audit/kit/ is in audit/
         own = _folder(own)
-    return (_folder(str(torch.__file__)), _folder(str(sys.modules["contextlib"].__file__)), own)
+    triton = getattr(sys.modules.get("triton"), "__file__", None)
+    return (_folder(str(torch.__file__)), _folder(str(sys.modules["contextlib"].__file__)), own) + (
+        (_folder(str(triton)),) if triton else ())
 
 
 def user_site(exc: BaseException) -> str:

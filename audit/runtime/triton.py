@@ -14,6 +14,7 @@ cell is a skip naming it.
 from __future__ import annotations
 
 import os
+import re
 import traceback
 
 INTERPRET = "interpret"
@@ -54,15 +55,27 @@ def interpreted(entry) -> bool:
 
 
 def limitation(exc: BaseException) -> str:
-    """Why ``exc`` is a limitation of Triton's interpreter ("" when it is not): it was raised inside it."""
+    """Why ``exc`` is a limitation of Triton's interpreter ("" when it is not): it was raised by the interpreter itself
+    (its frame is the innermost outside the standard library), and it is not the caller's arguments failing to bind
+    to the kernel's signature (a block size the package never passes where its autotuner is bypassed: the package's
+    defect, reported at its own line). An exception from the package's code around the launch is the entry's."""
     if os.environ.get("TRITON_INTERPRET") != "1":
         return ""
-    frames = traceback.extract_tb(exc.__traceback__)
-    if not any(fragment in f.filename for f in frames for fragment in INTERPRETER_FRAMES):
+    standard = os.path.dirname(os.__file__)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not (f.filename.startswith(standard) and "site-packages" not in f.filename)]
+    if not frames or not any(fragment in frames[-1].filename for fragment in INTERPRETER_FRAMES):
+        return ""
+    if isinstance(exc, TypeError) and _BINDING.search(str(exc)):
         return ""
     said = str(exc).splitlines()[0] if str(exc) else ""
     return (f"Triton's interpreter cannot run this kernel ({type(exc).__name__}: {said}): "
             "a limitation of the interpreter, not a verdict on the kernel; audit it on a CUDA device")
+
+
+#: How Python says arguments do not bind to a signature (inspect's bind, a call): the caller's mistake.
+_BINDING = re.compile(r"missing (?:a|\d+) required (?:positional |keyword-only )?argument|unexpected keyword argument|"
+                      r"too many positional arguments|takes \d+ positional arguments? but \d+ (?:were|was) given")
 
 
 #: Values whose nearest bfloat16 is not the one truncation gives: 0.99998 rounds to 1.0 (truncated: 0.99609375).

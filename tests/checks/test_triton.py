@@ -60,6 +60,15 @@ def test_an_interpreter_limitation_is_a_skip_naming_it(tmp_path):
     assert "'float' object has no attribute 'to'" in found.message and "audit it on a CUDA device" in found.message
 
 
+def test_a_launch_that_never_binds_an_argument_is_the_packages_failure_at_its_own_line(tmp_path):
+    found = observe(entry(tmp_path, target=f"{T}:BlockSizeNeverPassed", triton="interpret", **VECTOR), "forward",
+                    examples=3)
+    assert found.verdict == VIOLATED, found.message
+    assert found.message.startswith("raised TypeError: "), found.message
+    assert "tests/fixtures/triton_kernels.py" in found.message and "in forward)" in found.message
+    assert "interpreter" not in found.message
+
+
 @pytest.mark.slow
 def test_a_worker_interprets_the_kernels_of_a_run_that_has_a_triton_entry(tmp_path):
     """Nothing in the environment asks for the interpreter: the worker sets it at start-up, before Dynamo (imported
