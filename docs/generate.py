@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from audit.checks import declarations  # noqa: E402  (after the path: runs from a checkout without install)
-from audit.checking.interface import OPERATOR_KINDS  # noqa: E402
+from audit.catalog.interface import OPERATOR_KINDS  # noqa: E402
 from audit.cli import cli  # noqa: E402
 from audit.app.config import KEYS  # noqa: E402
 from audit.app.profiles import BUILTIN, DEFAULT  # noqa: E402

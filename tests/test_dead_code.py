@@ -105,8 +105,8 @@ def _imported(tree: ast.AST) -> set[str]:
 
 def unimported(package: Path = ROOT / "audit") -> list[str]:
     """Each module under ``package`` that no code imports (a built-in check's module is imported by its name,
-    :data:`audit.checking.catalog.CATALOG`; ``__main__`` by ``python -m``)."""
-    from audit.checking.catalog import CATALOG
+    :data:`audit.catalog.checks.CATALOG`; ``__main__`` by ``python -m``)."""
+    from audit.catalog.checks import CATALOG
 
     imported = set().union(*(_imported(ast.parse(path.read_text())) for path in _files()))
     imported |= {f"audit.checks.{name}" for name in CATALOG}

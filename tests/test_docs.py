@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import replace
 
-from audit.checking import catalog
+from audit.catalog import checks as catalog
 from tests.helpers import ROOT
 
 SETUP = "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e '.[test]' && .venv/bin/audit run"

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1] / "audit"
 LAYERS = (
     ("audit", "audit.core", "audit.kit"),
     ("audit.registry.model",),
-    ("audit.checking.interface", "audit.checking.catalog"),
+    ("audit.catalog",),
     ("audit.registry",),
     ("audit.inputs",),
     ("audit.toolkit",),

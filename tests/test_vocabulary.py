@@ -10,7 +10,7 @@ from importlib import resources
 import pytest
 
 from audit.checks import builtin_names
-from audit.checking.catalog import _DECLARATIONS, CATALOG, _by_name
+from audit.catalog.checks import _DECLARATIONS, CATALOG, _by_name
 from audit.core.contract import DTYPE_ORDER, NUMERIC_PREFERENCE
 from audit.core.errors import InternalError, first_line
 from audit.reporters.changes import render_markdown

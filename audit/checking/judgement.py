@@ -1,6 +1,6 @@
 """Whether a check's findings fail a case: the one place where excuses are applied, in one documented order.
 
-A check declares how it is judged (its ``refusals`` and ``stages``, :class:`audit.checking.interface.Check`) and
+A check declares how it is judged (its ``refusals`` and ``stages``, :class:`audit.catalog.interface.Check`) and
 :func:`judge` applies the declaration, the same way for every check:
 
 1. **Refusals**, in declared order: the first that gives a reason makes the case a skip (:class:`NotApplicable`),

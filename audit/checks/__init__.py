@@ -1,7 +1,7 @@
 """The checks: a named, ordered table (the matrix's column order), plus a repository's own.
 
-Each built-in check is declared in :mod:`audit.checking.catalog` (contract, claims, dtypes) and coded in its
-module; see :class:`audit.checking.interface.Check`. Importing a check module imports torch;
+Each built-in check is declared in :mod:`audit.catalog.checks` (contract, claims, dtypes) and coded in its
+module; see :class:`audit.catalog.interface.Check`. Importing a check module imports torch;
 :func:`builtin_names` and :func:`declarations` do not.
 """
 
@@ -11,8 +11,8 @@ import importlib
 import importlib.util
 from pathlib import Path
 
-from audit.checking.catalog import CATALOG
-from audit.checking.interface import Check
+from audit.catalog.checks import CATALOG
+from audit.catalog.interface import Check
 
 #: Built-in checks in matrix order: the catalog's (each module is named after its check).
 BUILTIN_MODULES = tuple(CATALOG)

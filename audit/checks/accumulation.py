@@ -3,7 +3,7 @@ share of the batch, equal the gradients of the whole batch."""
 
 from __future__ import annotations
 
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.kit.compare import mismatch
 from audit.kit.tolerance import Tolerance
 from audit.kit.models import built_model, micro_batches, model_batch, parameter_grads, training_step

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.core.contract import COMPLEX_DTYPES
 from audit.kit.autograd import grad_inputs, gradients
 from audit.kit.compare import mismatches

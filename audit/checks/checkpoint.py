@@ -7,8 +7,8 @@ itself; a private ``torch.Generator``, a call counter or a cache in forward is w
 
 from __future__ import annotations
 
-from audit.checking.catalog import declared
-from audit.checking.interface import tolerance_values
+from audit.catalog.checks import declared
+from audit.catalog.interface import tolerance_values
 from audit.kit.autograd import call_vjp, gradients
 from audit.kit.compare import mismatch
 from audit.kit.noise import measured_noise, noisy_mismatches

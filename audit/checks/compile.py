@@ -10,9 +10,9 @@ import time
 import torch
 
 from audit.checking import judgement, replayable
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.checking.judgement import KnownBug
-from audit.checking.interface import Violation, tolerance_values
+from audit.catalog.interface import Violation, tolerance_values
 from audit.kit.autograd import call_vjp
 from audit.kit.calls import guarded
 from audit.kit.compare import COMPILED_GRADIENT, mismatch, mismatches

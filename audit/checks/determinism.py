@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.kit.autograd import differentiable, grad_inputs, vjp
 from audit.kit.calls import guarded
 from audit.kit.tensors import dense, fresh, outputs_of, wide

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.catalog import declared
-from audit.checking.interface import tolerance_values
+from audit.catalog.checks import declared
+from audit.catalog.interface import tolerance_values
 from audit.kit.autograd import NO_GRADIENT_OUTPUT, call_vjp
 from audit.kit.compare import mismatches
 

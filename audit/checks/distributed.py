@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.catalog import declared
-from audit.checking.interface import Violation, tolerance_values
+from audit.catalog.checks import declared
+from audit.catalog.interface import Violation, tolerance_values
 from audit.kit.refusal import NotApplicable
 from audit.core.contract import COMPLEX_DTYPES
 from audit.kit.compare import mismatch

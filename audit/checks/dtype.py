@@ -9,9 +9,9 @@ from contextlib import contextmanager
 import torch
 
 from audit.checking import judgement, reference, replayable, smoothness
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.checking.judgement import UnreliableReference
-from audit.checking.interface import Violation
+from audit.catalog.interface import Violation
 from audit.kit.refusal import NotApplicable
 from audit.kit.autograd import NO_GRADIENT_OUTPUT, call_vjp, grad_inputs, wrapped
 from audit.kit.calls import once

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.kit.autograd import differentiable, grad_inputs, vjp
 from audit.kit.tensors import outputs_of
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.catalog import declared
-from audit.checking.interface import Violation, tolerance_values
+from audit.catalog.checks import declared
+from audit.catalog.interface import Violation, tolerance_values
 from audit.inputs.variants import resized
 from audit.kit.calls import guarded
 from audit.kit.compare import mismatches

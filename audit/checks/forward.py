@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from audit.checking import replayable
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.checking.judgement import Kink, Stage
 from audit.kit.compare import defined_only
 from audit.kit.noise import measured_noise, noisy_mismatches

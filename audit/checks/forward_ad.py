@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.checking.judgement import Kink, Stage, with_proxy, without_proxy
 from audit.kit.autograd import GradcheckError, grad_inputs, tangents, wrapped
 from audit.kit.compare import FORWARD_AD_MISMATCH, Finding, mismatches

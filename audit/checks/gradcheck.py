@@ -7,7 +7,7 @@ from functools import partial
 import torch
 
 from audit.checking import judgement, reference, replayable, smoothness
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.checking.judgement import Kink, UnreliableReference
 from audit.kit.refusal import NotApplicable
 from audit.core.contract import LOW_PRECISION_DTYPES

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from audit.checking import smoothness
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.checking.judgement import Kink, Stage, at_target, with_proxy, without_proxy
 from audit.kit.autograd import (GradcheckError, NO_GRADIENT_OUTPUT, differentiable, grad_inputs, grad_outputs, vjp,
                                 wrapped)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.checking.judgement import Stage
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.catalog import declared
-from audit.checking.interface import tolerance_values
+from audit.catalog.checks import declared
+from audit.catalog.interface import tolerance_values
 from audit.kit.compare import mismatch
 from audit.kit.explain import first_line, user_site
 from audit.kit.tensors import floating, outputs_of, widest

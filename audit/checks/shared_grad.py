@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.catalog import MIN_BATCH, declared
-from audit.checking.interface import tolerance_values
+from audit.catalog.checks import MIN_BATCH, declared
+from audit.catalog.interface import tolerance_values
 from audit.kit.refusal import NotApplicable
 from audit.kit.autograd import grad_outputs, module_of, vjp
 from audit.kit.compare import mismatch, mismatches

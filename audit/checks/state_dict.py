@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.catalog import declared
-from audit.checking.interface import tolerance_values
+from audit.catalog.checks import declared
+from audit.catalog.interface import tolerance_values
 from audit.kit.autograd import grad_inputs, gradients
 from audit.kit.calls import guarded
 from audit.kit.compare import mismatches

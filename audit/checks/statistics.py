@@ -22,8 +22,8 @@ import math
 
 import torch
 
-from audit.checking.catalog import STATISTICS_DRAWS, STATISTICS_EXAMPLES, declared
-from audit.checking.interface import tolerance_values
+from audit.catalog.checks import STATISTICS_DRAWS, STATISTICS_EXAMPLES, declared
+from audit.catalog.interface import tolerance_values
 from audit.kit.autograd import vjp
 from audit.kit.calls import reseed
 from audit.core.contract import COMPLEX_DTYPES

@@ -12,7 +12,7 @@ import resource
 
 import torch
 
-from audit.checking.catalog import declared
+from audit.catalog.checks import declared
 from audit.checking.judgement import Stage
 from audit.kit.models import built_model, model_batch, nonfinite, nonfinite_origin, parameter_grads, sgd, training_step
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.catalog import declared
-from audit.checking.interface import tolerance_values
+from audit.catalog.checks import declared
+from audit.catalog.interface import tolerance_values
 from audit.checking.judgement import Kink, KnownBug, Stage, an_op
 from audit.kit.autograd import grad_outputs, vjp
 from audit.kit.compare import (JACFWD_ALL_ZERO, JACFWD_VS_DIFFERENCES, JACREV_VS_DIFFERENCES, REFUSED_INSIDE, Finding,

@@ -28,7 +28,7 @@ entries: []
 CHECKS_README = """\
 # Local checks
 
-A module here that defines `CHECK = audit.checking.interface.Check(...)` adds a matrix column for the
+A module here that defines `CHECK = audit.catalog.interface.Check(...)` adds a matrix column for the
 registry entries that list its name under `checks:`.
 """
 

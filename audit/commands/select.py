@@ -71,7 +71,7 @@ def select_checks(checks: dict, names) -> set | None:
 def resources_selected(names) -> tuple[str, ...]:
     """The per-worker resources (:mod:`audit.checking.resources`) the built-in checks among the ``--check`` names
     (all when none are given) need: the worker that holds their cells starts them at start-up."""
-    from audit.checking.catalog import CATALOG
+    from audit.catalog.checks import CATALOG
     from audit.checking.resources import needed
 
     return needed(CATALOG[name] for name in (names or CATALOG) if name in CATALOG)

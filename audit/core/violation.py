@@ -1,7 +1,7 @@
 """What a check raises besides the kit's :class:`~audit.kit.refusal.NotApplicable` (a skip): a :class:`Violation`
 fails the case, a :class:`RegistryFault` makes it an error that blames the registry's own callable.
 
-Defined below the checks so that their helpers raise them too; :mod:`audit.checking.interface` re-exports all three
+Defined below the checks so that their helpers raise them too; :mod:`audit.catalog.interface` re-exports all three
 for a repository's own checks.
 """
 

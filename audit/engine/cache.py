@@ -28,7 +28,7 @@ from audit.results.environment import Environment
 from audit.results.outcome import CellKey, Outcome, Verdict, outcome_from_json, outcome_to_json
 
 if TYPE_CHECKING:
-    from audit.checking.interface import Check
+    from audit.catalog.interface import Check
     from audit.runtime.options import RunOptions
 
 #: Bump when the record's layout changes.

@@ -23,7 +23,7 @@ from audit.runtime.subject import Subject
 from audit.runtime.target import Target, through_backward
 
 if TYPE_CHECKING:
-    from audit.checking.interface import Check
+    from audit.catalog.interface import Check
 
 #: Hears each example a cell draws, before the property runs on it.
 OnExample = Callable[[Case], object]

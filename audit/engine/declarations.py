@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.checks import local_check, local_files
-from audit.checking.interface import Check
+from audit.catalog.interface import Check
 from audit.engine.cache import audit_digest, spec_digest
 from audit.engine.plan import claimed_in
 from audit.core.io import write_atomic

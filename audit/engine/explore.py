@@ -16,7 +16,7 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import Flaky
 from hypothesis.strategies import SearchStrategy
 
-from audit.checking.interface import Violation
+from audit.catalog.interface import Violation
 from audit.kit.refusal import NotApplicable
 from audit.core.violation import RegistryFault
 from audit.core.errors import first_line as _first_line

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from audit.checking.catalog import CATALOG
+from audit.catalog.checks import CATALOG
 from audit.core.contract import DEVICE_ORDER, DTYPE_ORDER
 from audit.registry.model import Entry
 
 if TYPE_CHECKING:  # names only: ``audit list`` plans without importing the cells' module or the checks' code
-    from audit.checking.interface import Check
+    from audit.catalog.interface import Check
     from audit.results.outcome import CellKey
 
 #: Contract order as a rank: sorting by a dict lookup, not ``tuple.index`` (1,000 entries x 25 checks).

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from audit.checking import judgement
-from audit.checking.interface import Violation
+from audit.catalog.interface import Violation
 from audit.kit.refusal import NotApplicable
 from audit.core.errors import first_line, refuses_grad
 from audit.kit.explain import user_site
 
 if TYPE_CHECKING:
-    from audit.checking.interface import Check
+    from audit.catalog.interface import Check
     from audit.inputs.case import Case
     from audit.runtime.subject import Subject
 

@@ -28,7 +28,7 @@ from audit.results.outcome import CellKey, Outcome
 from audit.runtime.options import RunOptions
 
 if TYPE_CHECKING:
-    from audit.checking.interface import Check
+    from audit.catalog.interface import Check
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import numpy as np
 
 from audit.kit import MODULES
 from audit.kit.calls import called
-from audit.checking.interface import Check
+from audit.catalog.interface import Check
 from audit.checking.replayable import UNGUARDED, accepted
 from audit.core.contract import COMPLEX_DTYPES
 from audit.inputs.case import Case, TensorArg, ValueArg

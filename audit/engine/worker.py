@@ -34,7 +34,7 @@ from audit.runtime.reaper import become_subreaper, die_with_parent
 from audit.runtime.startup import report_to
 
 if TYPE_CHECKING:  # names only: the worker imports the checks and the target's loader when it needs them
-    from audit.checking.interface import Check
+    from audit.catalog.interface import Check
     from audit.inputs.case import Case
     from audit.runtime.target import Target
 

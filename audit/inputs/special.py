@@ -33,7 +33,7 @@ ANGLE = 0.6
 
 
 def special_for(entry: Entry, check) -> tuple[Case, ...]:
-    """The special cases a :class:`~audit.checking.interface.Check` asks for (``special``): none unless it does."""
+    """The special cases a :class:`~audit.catalog.interface.Check` asks for (``special``): none unless it does."""
     return special_cases(entry) if check.special else ()
 
 

@@ -29,7 +29,7 @@ def cases(entry: Entry, *, empty: bool = False, layouts: bool | str = False,
 
 
 def for_check(entry: Entry, check) -> st.SearchStrategy[Case]:
-    """The cases a :class:`~audit.checking.interface.Check` asks for."""
+    """The cases a :class:`~audit.catalog.interface.Check` asks for."""
     return cases(entry, empty=check.empty, layouts=check.layouts, batched=check.batched, min_batch=check.min_batch)
 
 

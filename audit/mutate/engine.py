@@ -31,7 +31,7 @@ from audit.runtime.mutant import PROBE, Mutant
 from audit.runtime.options import RunOptions
 
 if TYPE_CHECKING:
-    from audit.checking.interface import Check
+    from audit.catalog.interface import Check
 
 
 @dataclass(frozen=True)

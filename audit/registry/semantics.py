@@ -9,7 +9,7 @@ import unicodedata
 
 from typing import Any
 
-from audit.checking.catalog import CATALOG
+from audit.catalog.checks import CATALOG
 from audit.core.errors import Problem
 from audit.registry.model import DEFAULT_KIND, FLOAT_DTYPES, EntryKind
 from audit.registry.schema import describe

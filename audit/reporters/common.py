@@ -7,7 +7,7 @@ from collections import Counter
 import re
 from dataclasses import replace
 
-from audit.checking.catalog import CATALOG
+from audit.catalog.checks import CATALOG
 from audit.core.contract import Status
 from audit.registry.model import LAYER_KINDS
 from audit.reporters.statuses import SEVERITY

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from audit.checking.catalog import CATALOG
+from audit.catalog.checks import CATALOG
 from audit.core.contract import Status
 from audit.registry.load import load_registry
 from audit.results.outcome import HELD

@@ -11,8 +11,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from torch.autograd.gradcheck import GradcheckError
 
-from audit.checking import catalog
-from audit.checking.interface import numeric_dtypes
+from audit.catalog import checks as catalog
+from audit.catalog.interface import numeric_dtypes
 from audit.engine.script import _arg
 from audit.inputs.case import Case, TensorArg
 from audit.inputs.strategies import cases

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from audit.checking import judgement
-from audit.checking.interface import Violation
+from audit.catalog.interface import Violation
 from audit.checks import builtin
 from audit.inputs.case import Case, TensorArg
 from audit.runtime.options import RunOptions

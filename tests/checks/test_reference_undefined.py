@@ -7,7 +7,7 @@ import pytest
 
 from audit.checking import judgement
 from audit.checks import builtin
-from audit.checking.interface import Violation
+from audit.catalog.interface import Violation
 from audit.inputs.case import Case, TensorArg
 from audit.runtime.subject import Subject
 from audit.runtime.target import resolve

@@ -13,8 +13,8 @@ import torch
 
 from audit.checks import declarations
 from audit.checks import statistics as stats
-from audit.checking.catalog import STATISTICS_EXAMPLES
-from audit.checking.interface import Check
+from audit.catalog.checks import STATISTICS_EXAMPLES
+from audit.catalog.interface import Check
 from audit.engine.cell import run_cell
 from audit.results.outcome import HELD, VIOLATED, CellKey
 from audit.runtime.options import RunOptions

@@ -30,7 +30,7 @@ def test_validate_needs_no_torch_and_run_says_what_to_install(tmp_path):
 
 
 def test_list_and_report_need_no_torch(tmp_path):
-    """The declarations (audit/checking/catalog.py) are all `audit list` and the SARIF rules read."""
+    """The declarations (audit/catalog/checks.py) are all `audit list` and the SARIF rules read."""
     registry = tmp_path / "registry.yaml"
     registry.write_text(yaml.safe_dump({"version": 1, "entries": [
         {"name": "cube", "owner": "@t", "target": "m:F", "inputs": [{"shape": ["N"]}, {"shape": ["N"]}],

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from audit.checks import declarations
-from audit.checking.interface import Check
+from audit.catalog.interface import Check
 from audit.commands.listing import UNREAD_BY_DECLARATIONS, Summaries, plan_key, summarise
 from audit.registry.load import load_registry
 from audit.registry.model import Entry, Supports, TensorSpec, ValueSpec

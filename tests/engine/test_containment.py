@@ -86,7 +86,7 @@ def test_an_unclaimed_probe_that_hangs_has_a_short_budget_and_does_not_gate(writ
 LOCAL_CHECKS = '''\
 import time
 
-from audit.checking.interface import Check
+from audit.catalog.interface import Check
 from audit.runtime.startup import starting
 
 

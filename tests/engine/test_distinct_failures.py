@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import strategies as st
 
-from audit.checking.interface import Violation
+from audit.catalog.interface import Violation
 from audit.cli import cli
 from audit.engine import explore as explore_mod
 from audit.engine.explore import MAX_FAILURES, explore

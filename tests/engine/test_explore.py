@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import strategies as st
 
-from audit.checking.interface import Violation
+from audit.catalog.interface import Violation
 from audit.engine.explore import explore
 from audit.kit.compare import Finding, mismatches
 from audit.kit.tolerance import Tolerance

@@ -87,7 +87,7 @@ FAILED = {(3, "gradcheck"): ("fail", "max |analytic - numeric| = 0.5 at d out[0]
 def wide() -> dict:
     """Nine entries with a cell in every contract check, each on the CPU and on CUDA, whose every CUDA cell is a
     skip for one same reason (a machine without a GPU): the first screen of a real registry."""
-    from audit.checking.catalog import CATALOG
+    from audit.catalog.checks import CATALOG
 
     no_gpu = "CUDA is not available here (torch.cuda.is_available() is False)"
     entries = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from audit.checking.interface import OPERATOR_KINDS, Check, claimed_dtypes
+from audit.catalog.interface import OPERATOR_KINDS, Check, claimed_dtypes
 from audit.core.contract import COMPLEX_DTYPES, LOW_PRECISION_DTYPES
 from audit.core.errors import InternalError
 from audit.registry.model import Entry, EntryKind
