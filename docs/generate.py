@@ -81,6 +81,8 @@ def _schema_type(node: dict) -> str:
     if "oneOf" in node:
         return " or ".join(_schema_type(option) for option in node["oneOf"])
     kind = node.get("type", "any")
+    if isinstance(kind, list):  # one of several JSON types (a number, or a list of them)
+        return " or ".join(_schema_type({**node, "type": one}) for one in kind)
     if kind == "array" and isinstance(node.get("items"), dict) and "if" not in node["items"]:
         return f"list of {_schema_type(node['items'])}"
     return kind

@@ -141,7 +141,7 @@ def _equal_arguments(entry: Entry, shapes, base):
 def _shapeable(spec: TensorSpec | ValueSpec) -> TypeGuard[TensorSpec]:
     """A dense floating input the audit differentiates: the special points are for it."""
     return isinstance(spec, TensorSpec) and spec.differentiable and not spec.sparse_layout and (
-        spec.dtype is None or spec.dtype in FLOAT_DTYPES)
+        spec.dtype is None or spec.dtype in FLOAT_DTYPES) and spec.constant is None
 
 
 def _structured(kind: str, spec: TensorSpec, shape: tuple):
@@ -220,6 +220,8 @@ def _generic(spec, shape: tuple, index: int, seed: tuple[int, int] | None = None
     """Plain values for an input a kind leaves alone: drawn from a generator seeded by its position (the same
     for every kind, so that only the structured input changes) and ``seed`` if given (a run's seed and a case's
     number: each case its own values, not a prefix of another's), inside its domain and off its kinks."""
+    if spec.constant is not None:
+        return spec.constant_values(shape)
     low, high = _unit_part(*spec.domain)
     values = np.random.default_rng(index if seed is None else [*seed, index]).uniform(low, high, size=shape)
     if spec.dtype is not None and spec.dtype not in FLOAT_DTYPES:

@@ -78,6 +78,8 @@ def _arg(draw, spec, sizes: dict, dtypes: tuple[str, ...]):
     if not isinstance(spec, TensorSpec):
         return ValueArg(spec.value)
     shape = tuple(sizes[s] if isinstance(s, str) else s for s in spec.shape)
+    if spec.constant is not None:
+        return TensorArg(values=spec.constant_values(shape), requires_grad=spec.differentiable, dtype=spec.dtype)
     integral = spec.dtype is not None and spec.dtype not in FLOAT_DTYPES
     dtype = np.int64 if integral else np.float64
     values = draw(hnp.arrays(dtype, shape, elements=elements(spec, integral)))

@@ -18,7 +18,8 @@ def resized(entry: Entry, case: Case, sizes: dict) -> Case:
             args.append(arg)
             continue
         shape = tuple(sizes[s] if isinstance(s, str) else s for s in spec.shape)
-        source = arg.values.reshape(-1) if arg.values.size else np.full(1, _inside(spec), arg.values.dtype)
+        filler = spec.constant if isinstance(spec.constant, (int, float)) else _inside(spec)
+        source = arg.values.reshape(-1) if arg.values.size else np.full(1, filler, arg.values.dtype)
         args.append(TensorArg(values=np.resize(source, shape), requires_grad=arg.requires_grad, dtype=arg.dtype))
     return Case(tuple((name, sizes.get(name, size)) for name, size in case.dims), tuple(args))
 

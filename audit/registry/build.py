@@ -41,10 +41,12 @@ def _input(spec: dict[str, Any]) -> TensorSpec | ValueSpec:
     if "value" in spec:
         return ValueSpec(spec["value"])
     low, high = spec.get("domain", DEFAULT_DOMAIN)
+    constant = spec.get("constant")
     return TensorSpec(shape=tuple(spec["shape"]), domain=(float(low), float(high)),
                       kinks=tuple(float(k) for k in spec.get("kinks", ())),
-                      requires_grad=spec.get("requires_grad", True), dtype=spec.get("dtype"),
-                      sparse_layout=spec.get("layout"), density=float(spec.get("density", DEFAULT_DENSITY)))
+                      requires_grad=spec.get("requires_grad", constant is None), dtype=spec.get("dtype"),
+                      sparse_layout=spec.get("layout"), density=float(spec.get("density", DEFAULT_DENSITY)),
+                      constant=tuple(constant) if isinstance(constant, list) else constant)
 
 
 def _supports(data: dict[str, Any]) -> Supports:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from audit.core.contract import COMPLEX_DTYPES, DTYPE_ORDER, REAL_PART
 from audit.kit.tolerance import Tolerance
@@ -61,11 +62,24 @@ class TensorSpec:
     dtype: str | None = None
     sparse_layout: str | None = None
     density: float = DEFAULT_DENSITY
+    #: Fixed values instead of drawn ones (``constant:``): a number fills the shape, a tuple gives every value in
+    #: C order; None: drawn. The dtype and device follow the cell, as for a drawn input.
+    constant: float | tuple[float, ...] | None = None
 
     @property
     def symbols(self) -> tuple[str, ...]:
         """The symbolic dims this input uses."""
         return tuple(s for s in self.shape if isinstance(s, str))
+
+    def constant_values(self, shape: tuple[int, ...]) -> Any:
+        """A constant input's values at ``shape`` (a numpy array, float64; int64 for a pinned integer dtype); numpy is
+        imported here, not with the model (which nothing here needs it for)."""
+        import numpy as np
+
+        kind = np.int64 if self.dtype is not None and self.dtype not in FLOAT_DTYPES else np.float64
+        if isinstance(self.constant, tuple):
+            return np.asarray(self.constant, dtype=kind).reshape(shape)
+        return np.full(shape, self.constant, dtype=kind)
 
     @property
     def differentiable(self) -> bool:

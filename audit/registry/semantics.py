@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import datetime
 import functools
 import re
@@ -43,7 +45,8 @@ def entry_problems(entry: dict[str, Any], index: int, located: Located, file: st
     """Every rule below, applied to one merged entry."""
     base = ("entries", index)
     found: Found = []
-    for rule in (_required, _owner, _target, _dims, _batch, _indices, _domains, _sparse, _expect, _proxy):
+    for rule in (_required, _owner, _target, _dims, _batch, _indices, _domains, _sparse, _constants, _expect,
+                 _proxy):
         try:
             found += rule(entry)
         except (TypeError, AttributeError, KeyError, IndexError, ValueError):
@@ -135,6 +138,30 @@ def _domains(entry: dict[str, Any]) -> Found:
     return [(("inputs", i, "domain"), f"expected [low, high] with low < high, got {spec['domain']}")
             for i, spec in enumerate(entry.get("inputs", []))
             if "domain" in spec and not spec["domain"][0] < spec["domain"][1]]
+
+
+def _constants(entry: dict[str, Any]) -> Found:
+    """A constant input (``constant:``) is dense and drawn from nothing (no domain, kinks or layout); a list of values
+    needs a fixed shape that holds exactly as many."""
+    problems: Found = []
+    for i, spec in enumerate(entry.get("inputs", [])):
+        if not isinstance(spec, dict) or "constant" not in spec:
+            continue
+        path = ("inputs", i)
+        drawn = [key for key in ("domain", "kinks", "layout", "density") if key in spec]
+        if drawn:
+            problems.append((path + (drawn[0],), f"expected no {drawn[0]} on a constant input (its values are "
+                             "given, not drawn); drop one of the two"))
+        values, shape = spec["constant"], spec.get("shape", [])
+        if not isinstance(values, list):
+            continue
+        if any(isinstance(size, str) for size in shape):
+            problems.append((path + ("constant",), f"expected a fixed shape for a list of {len(values)} values, got "
+                             f"{shape}: give the sizes as numbers, or one number to fill the shape"))
+        elif len(values) != math.prod(shape):
+            problems.append((path + ("constant",), f"expected {math.prod(shape)} values for shape {shape}, got "
+                             f"{len(values)}"))
+    return problems
 
 
 def _sparse(entry: dict[str, Any]) -> Found:
