@@ -22,6 +22,7 @@ from audit.core.contract import judged_by_own_error, wider_claimed
 from audit.inputs.case import Case
 from audit.kit.models import BatchError
 from audit.kit.proxy import ProxyError
+from audit.kit.tensors import floating, outputs_of
 from audit.registry.model import EntryKind
 from audit.core.violation import RegistryFault
 
@@ -175,11 +176,52 @@ def problems(check, subject, case: Case, *, observe=None) -> list[str]:
             return check.model_replay(subject.target.fn, None, None, **accepted(check.model_replay, found))
         except BatchError as exc:  # the factory's make_batch, not the code it trains: the cell is an error saying so
             raise RegistryFault(str(exc)) from exc
+    alike(subject, case)
     try:
         return check.replay(target(subject), compared_reference(subject, case), subject.args(case),
                             **accepted(check.replay, found))
     except ProxyError as exc:  # the registry's proxy, not the target: the cell is an error naming it
         raise RegistryFault(str(exc)) from exc
+
+
+def alike(subject, case: Case) -> None:
+    """Once a cell, whether the entry's reference and proxy return what the target returns (as many tensors, of the
+    same shapes) on ``case``: a :class:`RegistryFault` naming the one that does not (a reference that returns
+    ``(y, x)`` for a target returning ``y`` would otherwise fail a correct backward). What either raises here is left
+    to the properties, which name it."""
+    if subject.state.get("alike") or not (subject.entry.reference or subject.entry.proxy):
+        return
+    subject.state["alike"] = True
+    with torch.no_grad():
+        try:
+            mine = _structure(subject.evaluate(*subject.args(case)))
+        except Exception:
+            return  # the target's own failure: the properties report it
+        for key, spec, evaluate in (("reference", subject.entry.reference, subject.evaluate_reference),
+                                    ("proxy", subject.entry.proxy, subject.evaluate_proxy)):
+            if spec is None or (key == "reference" and subject.target.reference is None):
+                continue
+            try:
+                theirs = _structure(evaluate(*subject.args(case)))
+            except Exception:
+                continue
+            if theirs != mine:
+                raise RegistryFault(f"the entry's {key} {spec} returns {_said(theirs)} where the target returns "
+                                    f"{_said(mine)}: a {key} computes what the target computes (fix the {key})")
+
+
+def _structure(result) -> tuple:
+    """The shapes of the floating tensors a call returned, in order (a non-tensor result: its type's name)."""
+    found = [o for o in outputs_of(result) if floating(o)]
+    return tuple(tuple(o.shape) for o in found) if found or isinstance(result, (torch.Tensor, tuple, list)) \
+        else (type(result).__name__,)
+
+
+def _said(structure: tuple) -> str:
+    if structure and isinstance(structure[0], str):
+        return structure[0]
+    shapes = ", ".join(str(list(s)) for s in structure)
+    return f"{len(structure)} tensor{'s' * (len(structure) != 1)} ({shapes})"
 
 
 class _Ratios(dict):

@@ -113,10 +113,11 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
 
 
 def _blamed(entry: Entry) -> str:
-    """Who a registry fault is about: the entry's proxy, or a kind model factory's ``make_batch``."""
+    """Who a registry fault is not about (its message names what it is about: the proxy, the reference, the model
+    factory's ``make_batch`` or ``loss``)."""
     if entry.kind == EntryKind.MODEL:
-        return f"the batches {entry.target} makes, not the code the model runs"
-    return f"the entry's proxy {entry.proxy}, not the target"
+        return f"the harness {entry.target} returns, not the code the model runs"
+    return "not the target"
 
 
 #: Why a check whose gradients .backward() cannot stand for says nothing of a target that refuses .grad().

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from audit.kit.explain import first_line, library_folders
+from audit.kit.explain import first_line, library_folders, user_site
 
 
 #: What a kind model's ``make_batch(size, seed)`` may return, in the words of every message that refuses another form.
@@ -110,8 +110,13 @@ def built_model(factory, dtype, device, seed: int = 0):
 
 def model_batch(make_batch, size: int, seed: int, dtype, device) -> Batch:
     """``make_batch(size, seed)`` as a :class:`Batch` (:func:`as_batch`), its floating tensors at ``dtype`` and every
-    tensor on ``device``."""
-    batch = as_batch(make_batch(size, seed))
+    tensor on ``device``; what ``make_batch`` itself raises is a :class:`BatchError` naming it."""
+    try:
+        made = make_batch(size, seed)
+    except Exception as exc:
+        raise BatchError(f"make_batch({size}, {seed}) raised {type(exc).__name__}: {first_line(exc)}"
+                         f"{user_site(exc)} (the factory's make_batch(size, seed), not the model)") from exc
+    batch = as_batch(made)
     return Batch(tuple(_placed(x, dtype, device) for x in batch.args),
                  {name: _placed(x, dtype, device) for name, x in batch.kwargs.items()},
                  _placed(batch.targets, dtype, device))
@@ -125,9 +130,14 @@ def _placed(value, dtype, device):
 
 
 def training_step(model, loss_fn, batch: Batch):
-    """Forward and backward on ``batch`` from zero gradients; the loss."""
+    """Forward and backward on ``batch`` from zero gradients; the loss (a :class:`BatchError` when ``loss_fn`` returns
+    anything but a scalar tensor)."""
     model.zero_grad(set_to_none=True)
     loss = loss_fn(batch.forward(model), batch.targets)
+    if not (isinstance(loss, torch.Tensor) and loss.numel() == 1):
+        got = f"a tensor of shape {list(loss.shape)}" if isinstance(loss, torch.Tensor) else type(loss).__name__
+        raise BatchError(f"loss(output, targets) must return a scalar tensor (a mean or sum over the batch, which "
+                         f"backward starts from); got {got}")
     loss.backward()
     return loss
 

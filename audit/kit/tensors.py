@@ -7,9 +7,12 @@ import torch
 
 
 def outputs_of(result) -> list:
-    """The tensors a call returned, in order (a tensor, or the tensors of a tuple or list)."""
+    """The tensors a call returned, in order: a tensor, or the tensors of a tuple or list, or a dict's values in its
+    order (a module returning ``{"logits": ...}`` as Hugging Face models do)."""
     if isinstance(result, torch.Tensor):
         return [result]
+    if isinstance(result, dict):
+        result = list(result.values())
     if isinstance(result, (tuple, list)):
         return [r for r in result if isinstance(r, torch.Tensor)]
     return []

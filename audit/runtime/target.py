@@ -47,12 +47,74 @@ def resolve(entry: Entry, base: Path) -> Target:
             _load(item)
     obj = _op(entry.target) if entry.kind == EntryKind.OP else import_object(entry.target)
     fn = _callable(entry, obj)
-    reference = import_object(entry.reference) if entry.reference else None
-    proxy = import_object(entry.proxy) if entry.proxy else None
+    _built(entry, fn)
+    reference = _companion(entry, "reference", entry.reference)
+    proxy = _companion(entry, "proxy", entry.proxy)
+    if entry.kind in (EntryKind.FUNCTION, EntryKind.CALLABLE):
+        _binds(entry, "target", entry.target, obj.forward if entry.kind == EntryKind.FUNCTION else obj)
     if entry.backward_only:
         fn = through_backward(fn)
     return Target(fn=fn, reference=reference, digest=_digest(entry, obj, loaded.files), obj=obj, unbuilt=unbuilt,
                   proxy=proxy)
+
+
+def _companion(entry: Entry, key: str, spec: str | None) -> Callable | None:
+    """The entry's ``reference`` or ``proxy``, imported, callable and taking the registry's inputs (None: none)."""
+    if spec is None:
+        return None
+    found = import_object(spec)
+    if not callable(found):
+        raise TargetError(f"{key}: {spec} is not callable (got {type(found).__name__}): name a function of the "
+                          "entry's inputs")
+    _binds(entry, key, spec, found)
+    return found
+
+
+def _binds(entry: Entry, key: str, spec: str, fn: Callable) -> None:
+    """Whether ``fn`` takes the registry's inputs (one positional argument each); a :class:`TargetError` saying what
+    it takes when not. A function whose signature cannot be read (a builtin) is taken on trust."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    parameters = list(signature.parameters.values())
+    if key == "target" and entry.kind == EntryKind.FUNCTION and parameters and parameters[0].name == "ctx":
+        parameters = parameters[1:]  # forward(ctx, ...): apply passes the context itself
+    try:
+        signature.replace(parameters=parameters).bind(*range(len(entry.inputs)))
+    except TypeError as exc:
+        count = len(entry.inputs)
+        raise TargetError(f"{key}: {spec}{signature.replace(parameters=parameters)} does not take the registry's "
+                          f"{count} input{'s' * (count != 1)} (inputs:, one positional argument each): {exc}") from None
+
+
+def _built(entry: Entry, fn: Callable) -> None:
+    """A module or model entry's factory called once from the audit's seed, here where an error says what it is: a
+    factory that raises, takes arguments or returns something else is a :class:`TargetError` naming it."""
+    if entry.kind not in LAYER_KINDS:
+        return
+    import torch
+
+    from audit.kit.explain import first_line, user_site
+    from audit.kit.models import seeded
+
+    expected = ("an nn.Module" if entry.kind == EntryKind.MODULE else
+                "(model, make_batch, loss) with model an nn.Module")
+    factory = fn.factory if isinstance(fn, ModuleCall) else fn
+    try:
+        built = seeded(factory, ModuleCall.SEED)
+    except Exception as exc:
+        raise TargetError(f"the {entry.kind} factory {entry.target} raised {type(exc).__name__}: {first_line(exc)}"
+                          f"{user_site(exc)} (kind {entry.kind}: a function called with no arguments that returns "
+                          f"{expected})") from None
+    fits = isinstance(built, torch.nn.Module) if entry.kind == EntryKind.MODULE else (
+        isinstance(built, tuple) and len(built) == 3 and isinstance(built[0], torch.nn.Module))
+    if not fits:
+        got = type(built).__name__ if not isinstance(built, tuple) else \
+            f"a tuple of {len(built)} ({', '.join(type(b).__name__ for b in built)})"
+        raise TargetError(f"the {entry.kind} factory {entry.target} returned {got}: expected {expected}")
+    if isinstance(fn, ModuleCall):
+        fn.instances["base"] = built
 
 
 def through_backward(fn: Callable) -> Callable:
@@ -154,7 +216,7 @@ class ModuleCall:
 
         built = seeded(self.factory, seed)
         if not isinstance(built, torch.nn.Module):
-            raise TargetError(f"the factory returned {type(built).__name__}, not an nn.Module")
+            raise TargetError(f"the module factory returned {type(built).__name__}: expected an nn.Module")
         return built
 
     def __call__(self, *args):

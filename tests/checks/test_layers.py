@@ -77,8 +77,8 @@ def test_a_batch_in_another_form_is_an_error_saying_what_was_expected(tmp_path, 
     assert found.verdict == ERRORED and found.kind == str(ErrorKind.REGISTRY_FAULT), found
     assert found.message.startswith("make_batch(size, seed) must return (inputs, targets), inputs a tensor (the "
                                     "model's one argument), a tuple or list"), found.message
-    assert "got a dict with keys 'features', 'labels' (the batches tests.fixtures.layers:whole_batch_as_dict makes, " \
-           "not the code the model runs)" in found.message, found.message
+    assert ("got a dict with keys 'features', 'labels' (the harness tests.fixtures.layers:whole_batch_as_dict "
+            "returns, not the code the model runs)") in found.message, found.message
 
 
 @pytest.mark.parametrize("check, dtype", [("compile", "float64"), ("noncontiguous", "float64"), ("dtype", "float32"),
