@@ -53,6 +53,15 @@ class Share:
         """The entry being recorded now: started (its mark written) and not done."""
         return next((n for n in self.left() if (self.folder / f"{file_stem(n)}.current").exists()), None)
 
+    def overdue(self, options: RunOptions) -> bool:
+        """Whether the worker has spent more than ``--timeout`` on its current entry (counted from that entry's mark),
+        or more than its start-up budget before marking any."""
+        name = self.current()
+        if name is None:
+            return time.monotonic() - self.started > options.startup_budget
+        since = time.time() - (self.folder / f"{file_stem(name)}.current").stat().st_mtime
+        return since > options.timeout
+
 
 def record(registry: Registry, entries: list[Entry], out: Path, options: RunOptions, devices: tuple[str, ...],
            environment: dict, against: Path | None = None, dtypes: tuple[str, ...] | None = None) -> dict:
@@ -93,13 +102,20 @@ def _shares(registry, entries, scratch, options, devices, against, dtypes) -> li
 
 
 def _run(shares: list[Share], options: RunOptions) -> None:
-    """Run every share to its end, replacing a worker that died or hung."""
-    for share in shares:
-        _start(share)
-    while any(share.process is not None for share in shares):
-        time.sleep(POLL)
+    """Run every share to its end, replacing a worker that died or hung; whatever ends this early (Ctrl-C, SIGTERM)
+    ends every record worker with it."""
+    try:
         for share in shares:
-            _look(share, options)
+            _start(share)
+        while any(share.process is not None for share in shares):
+            time.sleep(POLL)
+            for share in shares:
+                _look(share, options)
+    finally:
+        for share in shares:
+            if share.process is not None and share.process.poll() is None:
+                share.process.kill()
+                share.process.wait()
 
 
 def _start(share: Share) -> None:
@@ -123,7 +139,7 @@ def _look(share: Share, options: RunOptions) -> None:
         return
     code = process.poll()
     if code is None:
-        if time.monotonic() - share.started > options.startup_budget + options.timeout * len(share.left()):
+        if share.overdue(options):
             process.kill()
             process.wait()
             _lose(share, f"timed out: its record took more than --timeout {options.timeout:g} s")

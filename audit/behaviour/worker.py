@@ -25,6 +25,9 @@ def file_stem(name: str) -> str:
 def main(argv: list[str]) -> int:
     """Record every entry of the spec at ``argv[0]``."""
     spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    from audit.runtime.reaper import die_with_parent
+
+    die_with_parent()  # a run killed with SIGKILL takes its record workers with it
     import torch
 
     from audit.behaviour.numerics import numerics

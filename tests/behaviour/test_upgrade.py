@@ -86,3 +86,17 @@ def test_recheck_replays_a_change_in_the_new_environment_and_passes_in_the_old(r
     assert moved.returncode == 1 and "gradient of input 0" in moved.stdout, moved.stdout + moved.stderr
     held = _audit("recheck", "sine", "--against", "old", new=False, cwd=folder)
     assert held.returncode == 0, held.stdout + held.stderr
+
+
+def test_a_record_that_hangs_costs_its_entry_only_after_timeout(tmp_path):
+    entries = [{"name": "steady", "kind": "callable", "target": "tests.fixtures.drift:steady", **VECTOR},
+               {"name": "hangs", "kind": "callable", "target": "tests.fixtures.drift:hangs_when_recorded", **VECTOR},
+               {"name": "after", "kind": "callable", "target": "tests.fixtures.drift:steady", **VECTOR}]
+    (tmp_path / "registry.yaml").write_text(yaml.safe_dump({"version": 1, "defaults": {"owner": "@tests"},
+                                                            "entries": entries}, sort_keys=False))
+    done = _audit("run", "--record", "--check", "forward", "--timeout", "5", "--progress", "off", "-q", "--out",
+                  "out", new=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    manifest = json.loads((tmp_path / "out" / "behaviour" / "manifest.json").read_text())
+    errors = {e["name"]: e["error"] for e in manifest["entries"]}
+    assert errors == {"steady": "", "hangs": "timed out: its record took more than --timeout 5 s", "after": ""}
