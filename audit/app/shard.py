@@ -77,4 +77,6 @@ def merge(shards: list[tuple[str, Matrix]], strict: bool = False) -> Matrix:
                          f"{', '.join(f'{k}/{count}' for k in missing)}: nothing was merged")
     by_name = {entry.name: entry for _, data in shards for entry in data.entries}
     entries = tuple(by_name[name] for name in selected if name in by_name)
-    return dataclasses.replace(first, entries=entries, shard=None, created=utc_timestamp()).judged(strict)
+    # A shard's behaviour record covers its own entries: the merged matrix names none (audit diff compares shards).
+    return dataclasses.replace(first, entries=entries, shard=None, created=utc_timestamp(),
+                               behaviour=None).judged(strict)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+
+import click
 from pathlib import Path
 
 from audit.app import outlock
@@ -16,7 +18,11 @@ from audit.app.shard import merge
 
 def merge_command(shards, out: str, strict: bool, output_format: str = "text") -> int:
     """Merge, write ``matrix.json`` and ``matrix.md`` (and copy replay scripts), exit 1 if the gate fails."""
-    merged = merge([(path, read_matrix(path)) for path in shards], strict)
+    read = [(path, read_matrix(path)) for path in shards]
+    merged = merge(read, strict)
+    if any(matrix.behaviour for _, matrix in read):
+        click.echo("behaviour records are per shard and not merged: compare each shard's matrix with audit diff",
+                   err=True)
     folder = Path(out)
     wanted = {name for e, c in merged.pairs() for name in cell_scripts(e.name, c)}
     merged = _point_replays(merged, out)

@@ -105,3 +105,14 @@ def test_a_digest_moves_with_source_text_not_with_a_value_computed_at_import(mon
     assert definition.sources(drift.scaled) == before
     assert definition.constants(drift.scaled)["tests.fixtures.drift.SCALE"] == "2.0"
     assert any("SCALE = 1.0 + 1e-4 if NEW else 1.0" in text for text in before)  # its assignment is hashed
+
+
+def test_a_merge_of_shards_names_no_behaviour_record_and_says_why(tmp_path):
+    from audit.app.shard import merge
+    from audit.results.matrix import Matrix
+
+    def shard(index: int) -> Matrix:
+        return Matrix(entries=(), environment={"registry_sha256": "r"}, behaviour={"manifest": "m", "sha256": "s"},
+                      shard={"index": index, "count": 2, "selected": []})
+
+    assert merge([("a", shard(1)), ("b", shard(2))], strict=False).behaviour is None
