@@ -113,9 +113,11 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
 
 
 def _blamed(entry: Entry) -> str:
-    """Who a registry fault is about: the entry's proxy, or a kind model factory's ``make_batch``."""
+    """Who a registry fault is about: the entry's proxy or declared VJP, or a kind model factory's ``make_batch``."""
     if entry.kind == EntryKind.MODEL:
         return f"the batches {entry.target} makes, not the code the model runs"
+    if entry.vjp:
+        return f"the entry's declared VJP {entry.vjp}, not the target"
     return f"the entry's proxy {entry.proxy}, not the target"
 
 

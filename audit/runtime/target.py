@@ -22,8 +22,8 @@ class TargetError(AuditError):
 
 @dataclass(frozen=True)
 class Target:
-    """The callable under audit, its trusted reference and its proxy (whose gradient is the intended one) if any,
-    and the digest of its code."""
+    """The callable under audit, its trusted reference, its proxy (whose gradient is the intended one) or its
+    declared VJP (which gives the intended gradients) if any, and the digest of its code."""
 
     fn: Callable
     reference: Callable | None
@@ -31,6 +31,7 @@ class Target:
     obj: object
     unbuilt: dict = field(default_factory=dict)
     proxy: Callable | None = None
+    vjp: Callable | None = None
 
 
 def resolve(entry: Entry, base: Path) -> Target:
@@ -49,10 +50,11 @@ def resolve(entry: Entry, base: Path) -> Target:
     fn = _callable(entry, obj)
     reference = import_object(entry.reference) if entry.reference else None
     proxy = import_object(entry.proxy) if entry.proxy else None
+    declared_vjp = import_object(entry.vjp) if entry.vjp else None
     if entry.backward_only:
         fn = through_backward(fn)
     return Target(fn=fn, reference=reference, digest=_digest(entry, obj, loaded.files), obj=obj, unbuilt=unbuilt,
-                  proxy=proxy)
+                  proxy=proxy, vjp=declared_vjp)
 
 
 def through_backward(fn: Callable) -> Callable:
