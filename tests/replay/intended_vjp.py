@@ -17,6 +17,8 @@ LSQ = {"inputs": [{"shape": ["N"], "domain": [-2, 2]}, {"shape": [1], "domain": 
 ROWS = [
     Planted(f"{V}:GuidedReLUNegative", "gradcheck", GUIDED, f"{V}:GuidedReLU", "declared VJP"),
     Planted(f"{V}:GuidedReLUNegative", "dtype", GUIDED, f"{V}:GuidedReLU", "declared VJP", dtype="float32"),
+    Planted(f"{V}:GuidedReLURescaled", "gradcheck", GUIDED, f"{V}:GuidedReLU", "zeros cotangents"),
+    Planted(f"{V}:GuidedReLUStrideBlind", "gradcheck", GUIDED, f"{V}:GuidedReLU", "non-contiguous cotangents"),
     Planted(f"{V}:LowerBoundInverted", "gradcheck", BOUND, f"{V}:LowerBound", "declared VJP"),
     Planted(f"{V}:LSQUnscaled", "gradcheck", LSQ, f"{V}:LSQ", "declared VJP"),
     Planted(f"{V}:LSQUnscaled", "dtype", LSQ, f"{V}:LSQ", "declared VJP", dtype="float32"),
