@@ -104,3 +104,14 @@ def test_proxy_and_vjp_together_are_a_registry_error(tmp_path):
 def test_the_registry_refuses_a_vjp_for_a_model(tmp_path):
     with pytest.raises(AuditError, match="expected no vjp for kind model"):
         entry(tmp_path, target=f"{V}:GuidedReLU", kind="model", vjp=f"{V}:guided_relu_vjp")
+
+
+def test_a_gradient_off_its_declared_vjp_gets_the_intended_gradient_fix(tmp_path):
+    from audit.reporters.causes import builtin_fixes
+    from audit.results.causes import identity
+
+    found = observe(_spec(tmp_path, f"{V}:LSQUnscaled", LSQ), "gradcheck")
+    assert found.verdict == VIOLATED and found.kind.startswith(f"{INTENDED}gradient of input"), found.kind
+    _, kind, _ = identity("gradcheck", found.kind, found.message, ())
+    fix = builtin_fixes()[("gradcheck", kind)]
+    assert "VJP" in fix and "derive it again from the forward" not in fix, fix
