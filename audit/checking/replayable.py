@@ -41,9 +41,9 @@ def values(check, subject, case: Case) -> dict:
     :func:`audit.core.contract.judged_by_own_error`, unless the entry gives a ``tolerance`` for the dtype) and
     ``wider_dtype`` (the most precise claimed dtype above the cell's, a torch dtype, or None: the only wider dtype a
     property may run the target in), ``proxy_name`` (the entry's ``proxy``, "" without one) and ``modes`` (a module
-    entry's ``proxy_modes``: the modes its proxy is checked in, else None), ``vjp_name`` (the entry's ``vjp``, "" without
-    one), ``via_backward`` (whether its gradients
-    are taken through .backward(): the target refuses torch.autograd.grad)."""
+    entry's ``proxy_modes``: the modes its proxy is checked in, else None), ``vjp_name`` (the entry's ``vjp``, ""
+    without one), ``via_backward`` (whether its gradients are taken through .backward(): the target refuses
+    torch.autograd.grad)."""
     memo = subject.state.get(_VALUES)
     if memo is None or memo[0] is not case or memo[1] != check.name:
         memo = subject.state[_VALUES] = (case, check.name, _worked_out(check, subject, case))
