@@ -171,7 +171,7 @@ def declared_vjp_mismatches(fn, rule, args, seed: int, tol, dtype, own_error: bo
             except ProxyError:  # the rule has no kernel in this dtype: the truth's rounding stands in
                 own = None
             found = own_error_mismatches("gradient of input", got, truth, own, dtype, ratios, value_range(args),
-                                         largest_input(args), against=f"the declared VJP{named}")
+                                         largest_input(args), against="the declared VJP")
             how = f", judged by the error the declared VJP itself makes in {name}"
         else:
             found = mismatches("gradient of input", got, truth, tol)

@@ -115,3 +115,18 @@ def test_a_gradient_off_its_declared_vjp_gets_the_intended_gradient_fix(tmp_path
     _, kind, _ = identity("gradcheck", found.kind, found.message, ())
     fix = builtin_fixes()[("gradcheck", kind)]
     assert "VJP" in fix and "derive it again from the forward" not in fix, fix
+
+
+@pytest.mark.parametrize("dtypes, dtype", [(["float32"], "float32"), (["bfloat16"], "bfloat16")],
+                         ids=["float32-alone", "bfloat16"])
+@pytest.mark.parametrize("twin, bug, spec", [(f"{V}:GuidedReLU", f"{V}:GuidedReLUNegative", GUIDED),
+                                             (f"{V}:LSQ", f"{V}:LSQUnscaled", LSQ)], ids=["guided", "lsq"])
+def test_judged_by_its_own_error_the_declared_vjp_holds_the_twin_and_fails_the_bug(tmp_path, twin, bug, spec,
+                                                                                   dtypes, dtype):
+    claimed = {**spec, "supports": {"dtypes": dtypes}}
+    for check in ("gradcheck", "dtype"):
+        held = observe(_spec(tmp_path, twin, claimed), check, dtype)
+        assert held.verdict == HELD, f"{check}: {held.message}"
+        found = observe(_spec(tmp_path, bug, claimed), check, dtype)
+        assert found.verdict == VIOLATED, f"{check}: {found.message}"
+        assert f"the declared VJP itself makes in {dtype}" in found.message, found.message
