@@ -218,10 +218,16 @@ def second_order(fn, args, seed: int) -> list:
     return [t.detach() for t in vjp([g for g, _ in live], inputs + vs, [w for _, w in live])]
 
 
-def bypass_hint(label: str, proxy_name: str, transform: str) -> str:
-    """Said of a gradient that differs from the eager one under ``transform`` when the entry declares a proxy: the
-    transform may have bypassed the custom backward (a compiled step's own derivative is zero)."""
-    if not proxy_name or "gradient" not in label:
+def bypass_hint(label: str, proxy_name: str, transform: str, vjp_name: str = "") -> str:
+    """Said of a gradient that differs from the eager one under ``transform`` when the entry declares a proxy (or a
+    VJP, ``vjp_name``): the transform may have bypassed the custom backward (a compiled step's own derivative is
+    zero)."""
+    if not (proxy_name or vjp_name) or "gradient" not in label:
         return ""
-    return (f"; the entry's backward is intended (proxy {proxy_name}): under {transform} the custom backward did "
-            "not run, or ran otherwise (a traced forward's own derivative is not the intended gradient)")
+    return (f"; the entry's backward is intended ({intended_by(proxy_name, vjp_name)}): under {transform} the custom "
+            "backward did not run, or ran otherwise (a traced forward's own derivative is not the intended gradient)")
+
+
+def intended_by(proxy_name: str, vjp_name: str) -> str:
+    """What declares an entry's intended gradient, as messages name it ("proxy m:f", "vjp m:f"); "" for neither."""
+    return f"proxy {proxy_name}" if proxy_name else f"vjp {vjp_name}" if vjp_name else ""

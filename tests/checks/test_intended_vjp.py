@@ -130,3 +130,9 @@ def test_judged_by_its_own_error_the_declared_vjp_holds_the_twin_and_fails_the_b
         found = observe(_spec(tmp_path, bug, claimed), check, dtype)
         assert found.verdict == VIOLATED, f"{check}: {found.message}"
         assert f"the declared VJP itself makes in {dtype}" in found.message, found.message
+
+
+def test_vmap_compares_a_declared_vjps_jacobian_with_eager_not_finite_differences(tmp_path):
+    # jacrev of LSQ's intended backward is not the forward's derivative (a step function's: zero inside a bin)
+    found = observe(_spec(tmp_path, f"{V}:LSQFunctional", {**LSQ, "supports": {"vmap": True}}), "vmap", examples=5)
+    assert found.verdict == HELD, found.message
