@@ -16,10 +16,12 @@ from audit.registry.model import Entry, EntryKind
 
 #: shared_grad draws batches this large and up: at 1 the mean of per-sample gradients is their sum.
 MIN_BATCH = 2
-#: The likely fix of a gradient that is not the declared proxy's (the kit's ``INTENDED`` kind): never "derive it from
-#: the forward", which a surrogate or straight-through backward must not do, but what the entry declares.
+#: The likely fix of a gradient that is not the declared proxy's or VJP's (the kit's ``INTENDED`` kind): never
+#: "derive it from the forward", which a surrogate or straight-through backward must not do, but what the entry
+#: declares.
 INTENDED_FIX = ("not the intended gradient: gradient of input #",
-                "the backward differs from the declared proxy's gradient: check that the proxy is the intended one, "
+                "the backward differs from the declared proxy's (or declared VJP's) gradient: check that the proxy "
+                "or VJP is the intended one, "
                 "whether an output narrower than its input rounds the gradient reaching the backward (the message "
                 "says so), and where the difference sits (the replay prints both gradients)")
 #: statistics runs at most this many examples a cell, each drawing the target (and the reference) this many times.
@@ -93,8 +95,9 @@ _DECLARATIONS = (
                  "2x, in float32 10x, the error the reference itself makes in that dtype, and no finite "
                  "differences below float32); special points (zeros, bounds, identity, rotations, repeated "
                  "singular values, equal arguments...) are tried before random draws; with a proxy (an intended "
-                 "gradient), the gradient equals the proxy's float64 autograd gradient instead, and no finite "
-                 "differences of the forward are taken",
+                 "gradient), the gradient equals the proxy's float64 autograd gradient instead, with a declared VJP "
+                 "(a rule of its own) the VJP's float64 gradients on random, zero and non-contiguous cotangents, "
+                 "and no finite differences of the forward are taken",
         version=5,
         special=True,
         fixes=(("gradient of input #", "the backward's formula for that input is wrong: derive it again from the "
@@ -112,7 +115,8 @@ _DECLARATIONS = (
                        "(\"Sparse output is not supported at gradcheck yet\")",
         run=_not_loaded,
         contract="the backward is itself differentiable and its gradient equals finite differences "
-                 "(torch.autograd.gradgradcheck), or with a proxy the proxy's second derivative; claimed through "
+                 "(torch.autograd.gradgradcheck), or with a proxy the proxy's second derivative (a skip with a "
+                 "declared VJP, which defines none); claimed through "
                  "supports.double_backward",
         claimed=lambda entry: entry.supports.double_backward,
         claim="supports.double_backward",
@@ -126,7 +130,8 @@ _DECLARATIONS = (
         not_for_sparse="forward-mode AD carries no sparse tangents through a custom Function (torch: \"Cannot access "
                        "storage of SparseTensorImpl\")",
         run=_not_loaded,
-        contract="the jvp (forward-mode AD) equals finite differences, or with a proxy the proxy's jvp; claimed "
+        contract="the jvp (forward-mode AD) equals finite differences, or with a proxy the proxy's jvp (a skip with "
+                 "a declared VJP, which defines none); claimed "
                  "through supports.forward_ad",
         claimed=lambda entry: entry.supports.forward_ad,
         claim="supports.forward_ad",
@@ -169,7 +174,8 @@ _DECLARATIONS = (
                  "precision (and float32 without float64) with a reference, the reference in float64, within a "
                  "few times the error the reference itself makes in that dtype; else the target in its most "
                  "precise claimed dtype, at torch.testing's tolerance (the target never runs in a dtype it does "
-                 "not claim); with a proxy, gradients against the proxy's float64 autograd gradient",
+                 "not claim); with a proxy, gradients against the proxy's float64 autograd gradient, with a declared "
+                 "VJP against its float64 gradients on random, zero and non-contiguous cotangents",
         dtypes=_dtype_with_probes,
         dtype_claimed=lambda entry, dtype: dtype in entry.supports.dtypes,
         claim="supports.dtypes",

@@ -42,8 +42,9 @@ def values(check, subject, case: Case) -> dict:
     :func:`audit.core.contract.judged_by_own_error`, unless the entry gives a ``tolerance`` for the dtype) and
     ``wider_dtype`` (the most precise claimed dtype above the cell's, a torch dtype, or None: the only wider dtype a
     property may run the target in), ``proxy_name`` (the entry's ``proxy``, "" without one) and ``modes`` (a module
-    entry's ``proxy_modes``: the modes its proxy is checked in, else None), ``via_backward`` (whether its gradients
-    are taken through .backward(): the target refuses torch.autograd.grad)."""
+    entry's ``proxy_modes``: the modes its proxy is checked in, else None), ``vjp_name`` (the entry's ``vjp``, ""
+    without one), ``via_backward`` (whether its gradients are taken through .backward(): the target refuses
+    torch.autograd.grad)."""
     memo = subject.state.get(_VALUES)
     if memo is None or memo[0] is not case or memo[1] != check.name:
         memo = subject.state[_VALUES] = (case, check.name, _worked_out(check, subject, case))
@@ -66,7 +67,7 @@ def _worked_out(check, subject, case: Case) -> dict:
              "plan": dataclasses.asdict(entry.training),
              "own_error": judged_by_own_error(entry.supports.dtypes, subject.dtype) and not _tolerance_given(subject),
              "wider_dtype": _torch_dtype(wider_claimed(entry.supports.dtypes, subject.dtype)),
-             "proxy_name": entry.proxy or "", "via_backward": entry.backward_only,
+             "proxy_name": entry.proxy or "", "vjp_name": entry.vjp or "", "via_backward": entry.backward_only,
              "modes": list(entry.proxy_modes) if entry.proxy and entry.kind == EntryKind.MODULE else None}
     return {**found, **(check.script_values(subject, case) if check.script_values else {})}
 
@@ -93,13 +94,14 @@ def batch_axes(entry) -> dict:
 #: a module's instance at the cell's dtype and device, a model's factory), ``reference`` (the entry's, or None) and,
 #: for a module, ``make`` (its factory). A check that calls the target its own way (not reseeded, compiled,
 #: exported, under torch.func, in other processes) takes them. ``proxy`` is the entry's proxy (or None), guarded as
-#: ``ref`` is.
-UNGUARDED = ("target", "reference", "make", "proxy")
+#: ``ref`` is; ``declared_vjp`` the entry's declared VJP (or None), called as it is (a rule of values, drawing nothing).
+UNGUARDED = ("target", "reference", "make", "proxy", "declared_vjp")
 
 
 def unguarded(subject) -> dict:
     """:data:`UNGUARDED` on ``subject``: ``make`` only for a module."""
-    found = {"target": subject.fn, "reference": subject.target.reference, "proxy": compared_proxy(subject)}
+    found = {"target": subject.fn, "reference": subject.target.reference, "proxy": compared_proxy(subject),
+             "declared_vjp": subject.target.vjp}
     factory = getattr(subject.target.fn, "factory", None)
     return {**found, "make": factory} if factory is not None else found
 
@@ -180,7 +182,7 @@ def problems(check, subject, case: Case, *, observe=None) -> list[str]:
     try:
         return check.replay(target(subject), compared_reference(subject, case), subject.args(case),
                             **accepted(check.replay, found))
-    except ProxyError as exc:  # the registry's proxy, not the target: the cell is an error naming it
+    except ProxyError as exc:  # the registry's proxy or VJP, not the target: the cell is an error naming it
         raise RegistryFault(str(exc)) from exc
 
 

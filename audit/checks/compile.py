@@ -26,7 +26,8 @@ from audit.toolkit import dynamo
 from audit.toolkit.torch_bugs import COMPILE_MARK_DIRTY, compile_drops_mark_dirty
 
 
-def compile(fn, ref, args, *, target, mutates, seed, tol, backend, fullgraph, sweep, proxy_name="") -> list:
+def compile(fn, ref, args, *, target, mutates, seed, tol, backend, fullgraph, sweep, proxy_name="",
+            vjp_name="") -> list:
     """The target run eagerly once (a first call may fill a cache that changes what Dynamo traces), then compiled
     afresh on ``backend`` (``fullgraph``: one graph, a graph break fails), run on each case of the shape ``sweep``
     (the third new shape must not compile again), and on ``args`` against eager: outputs and gradients within
@@ -37,7 +38,7 @@ def compile(fn, ref, args, *, target, mutates, seed, tol, backend, fullgraph, sw
     compiled = Compiled(target, backend, fullgraph)
     try:
         return (compiled_sweep(compiled, sweep, mutates, seed)
-                or against_eager(eager, guarded(compiled.fn, mutates, seed), args, seed, tol, proxy_name))
+                or against_eager(eager, guarded(compiled.fn, mutates, seed), args, seed, tol, proxy_name, vjp_name))
     except torch._dynamo.exc.TorchDynamoException as exc:
         return [dynamo_refusal(exc)]
 
@@ -52,14 +53,14 @@ def compiled_sweep(compiled, sweep, mutates, seed: int) -> list:
     return [problem] if problem else []
 
 
-def against_eager(eager, compiled, args, seed: int, tol, proxy_name: str = "") -> list:
+def against_eager(eager, compiled, args, seed: int, tol, proxy_name: str = "", vjp_name: str = "") -> list:
     """Outputs and gradients of ``compiled`` against ``eager``'s, on fresh copies of ``args``, within ``tol`` plus
-    NOISE_FACTOR times eager's own rounding noise there; a gradient of an entry with a declared proxy that differs
-    says the custom backward may not have run (:func:`audit.kit.proxy.bypass_hint`)."""
+    NOISE_FACTOR times eager's own rounding noise there; a gradient of an entry with a declared proxy (or VJP) that
+    differs says the custom backward may not have run (:func:`audit.kit.proxy.bypass_hint`)."""
     expected, got = call_vjp(eager, fresh(args), seed, keep="all"), call_vjp(compiled, fresh(args), seed, keep="all")
     measured = measured_noise(lambda xs: list(call_vjp(eager, xs, seed, keep="all")), fresh(args))
     return (noisy_mismatches("compiled output", got[0], expected[0], tol, lambda: measured()[0])
-            or [line.worded(line + bypass_hint("gradient", proxy_name, "torch.compile")) for line in
+            or [line.worded(line + bypass_hint("gradient", proxy_name, "torch.compile", vjp_name)) for line in
                 noisy_mismatches(COMPILED_GRADIENT, got[1], expected[1], tol, lambda: measured()[1])])
 
 
@@ -105,7 +106,8 @@ def run(subject, case) -> None:
         raise Violation(subject.state["sweep_failure"])
     compiled = guarded(subject.state["compiled"].fn, mutates, seed)
     with dynamo.graph_breaks_explained():
-        found = against_eager(eager, compiled, subject.args(case), seed, subject.tolerance(), subject.entry.proxy or "")
+        found = against_eager(eager, compiled, subject.args(case), seed, subject.tolerance(), subject.entry.proxy or "",
+                              subject.entry.vjp or "")
     judgement.settle(subject, case, found, EXCUSES)
 
 

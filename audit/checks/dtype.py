@@ -20,7 +20,7 @@ from audit.kit.explain import first_line, judged_by_differences, user_site
 from audit.kit.noise import measured_noise, noisy_mismatches
 from audit.kit.precision import (largest_input, largest_value, leaves_in, own_error_mismatches, rounded_mismatches,
                                  three_runs, value_range)
-from audit.kit.proxy import proxy_mismatches
+from audit.kit.proxy import declared_vjp_mismatches, proxy_mismatches
 from audit.kit.tensors import floating
 from audit.toolkit.jacobian import gradcheck_values, wrap
 
@@ -34,18 +34,22 @@ NOTHING_WIDER = ("outputs and gradients keep the input's dtype, but their values
 
 
 def dtype_check(fn, ref, args, *, seed, dtype, tol, options, own_error=False, wider_dtype=None, ratios=None,
-                observe=None, proxy=None, proxy_name="") -> list:
+                observe=None, proxy=None, proxy_name="", declared_vjp=None, vjp_name="") -> list:
     """(Not named ``dtype``: the script's ``dtype`` is the cell's.) Outputs and gradients in the input's dtype
     (:func:`kept_dtypes`), then their values: in a cell judged by the precision's own error (``own_error``) with a
     reference, by :func:`by_own_error`; else close within ``tol`` to a wider computation (:func:`widest_run`).
     Where the reference's gradient is undefined, the target's is judged by finite differences with ``options``
     instead (``observe`` is told where the reference is undefined). With a declared ``proxy``, the gradients'
     values are judged against the proxy's float64 autograd gradient alone (:func:`audit.kit.proxy.proxy_mismatches`;
-    the outputs' are the forward check's, in every claimed dtype)."""
+    the outputs' are the forward check's, in every claimed dtype); with a declared VJP (``declared_vjp``), against its
+    gradients in float64 on drawn cotangents alone (:func:`audit.kit.proxy.declared_vjp_mismatches`)."""
     outputs, grads = call_vjp(fn, args, seed)
     found = kept_dtypes(outputs, grads, args, dtype)
     if found:
         return found
+    if declared_vjp is not None:
+        return [line.worded(f"{line} (in {str(dtype).replace('torch.', '')})") for line in
+                declared_vjp_mismatches(fn, declared_vjp, args, seed, tol, dtype, own_error, ratios, vjp_name)]
     if proxy is not None:
         return [f"{line} (in {str(dtype).replace('torch.', '')})"
                 for line in proxy_mismatches(fn, proxy, args, seed, tol, dtype, own_error, ratios, proxy_name)]
@@ -155,7 +159,7 @@ def run(subject, case) -> None:
     fn, ref, args = replayable.target(subject), replayable.compared_reference(subject, case), subject.args(case)
     outputs, grads = call_vjp(fn, args, subject.seed)
     judgement.settle(subject, case, kept_dtypes(outputs, grads, args, values["dtype"]))
-    if subject.entry.proxy:
+    if subject.entry.proxy or subject.entry.vjp:
         judgement.settle(subject, case, replayable.problems(CHECK, subject, case))
         return
     if values["own_error"] and ref is not None:

@@ -11,7 +11,7 @@ from audit.kit.compare import FORWARD_AD_MISMATCH, Finding, mismatches
 from audit.kit.explain import explain_forward_ad_failure, first_line
 from audit.kit.precision import leaves_in
 from audit.kit.proxy import ProxyError
-from audit.toolkit.jacobian import backward_only, differences_in_half, gradcheck_values
+from audit.toolkit.jacobian import backward_only, declared_rule, differences_in_half, gradcheck_values
 
 def forward_ad(fn, ref, args, *, options, seed=0, tol=None, dtype=None, proxy=None, proxy_name="") -> list:
     """torch's gradcheck with only the forward-mode comparison turned on, with the audit's ``options`` for the
@@ -71,7 +71,7 @@ def jvps_against_proxy(fn, ref, args, *, proxy, seed, tol, dtype, proxy_name="")
 #: judged in half precision, and a mismatch with finite differences excused where the target has no derivative.
 CHECK = declared("forward_ad", replay=forward_ad, script_values=gradcheck_values,
                  replay_helpers=(jvps_against_proxy, jvps_against_reference),
-                 refusals=(backward_only("forward-mode AD"),),
+                 refusals=(backward_only("forward-mode AD"), declared_rule("jvp")),
                  stages=(Stage(when=with_proxy),
                          Stage(when=without_proxy, refusals=(differences_in_half("the jvp"),),
                                excuses=(Kink("forward_ad", families=(FORWARD_AD_MISMATCH,)),))))

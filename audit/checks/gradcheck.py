@@ -18,7 +18,7 @@ from audit.kit.explain import explain_gradcheck_failure
 from audit.kit.jacobians import DIFFERENCE_COLUMNS, DIFFERENCE_STEPS
 from audit.kit.noise import measured_noise, noisy_mismatches
 from audit.kit.precision import largest_input, own_error_mismatches, three_runs, value_range
-from audit.kit.proxy import in_mode, proxy_mismatches
+from audit.kit.proxy import declared_vjp_mismatches, in_mode, proxy_mismatches
 from audit.kit.sparse import sparse_gradient_problems
 from audit.kit.tensors import dense, detached, floating, fresh, outputs_of, wide
 from audit.toolkit.jacobian import gradcheck_options, gradcheck_values, wrap
@@ -33,7 +33,8 @@ NO_FINITE_DIFFERENCES = ("finite differences in {dtype} are rounding noise (a st
 
 
 def gradcheck(fn, ref, args, *, seed, tol, options, dtype, own_error=False, parameter_options=None, ratios=None,
-              observe=None, proxy=None, proxy_name="", modes=None, via_backward=False) -> list:
+              observe=None, proxy=None, proxy_name="", modes=None, via_backward=False, declared_vjp=None,
+              vjp_name="") -> list:
     """torch's gradcheck of the target with the audit's ``options`` for the cell (slow mode on small inputs), a
     sparse input's gradient first held to its layout and pattern; for a module, with respect to its parameters
     too (``parameter_options``); then, with a reference, the gradient against the reference's within ``tol``
@@ -41,7 +42,13 @@ def gradcheck(fn, ref, args, *, seed, tol, options, dtype, own_error=False, para
     or, in a cell judged by the precision's own error (``own_error``), by :func:`against_own_error`. In float16
     and bfloat16 no finite differences are taken: a step below one ulp changes nothing, and they are noise. With a
     declared ``proxy`` (an intended gradient: a surrogate, a straight-through estimator), the gradient is judged
-    against the proxy's alone (:func:`against_proxy`), never by finite differences of the forward."""
+    against the proxy's alone (:func:`against_proxy`), never by finite differences of the forward; with a declared VJP
+    (``declared_vjp``: the intended gradient is a rule of its own), against its gradients alone
+    (:func:`against_declared_vjp`)."""
+    if declared_vjp is not None:
+        return (inputs_requiring_grad(fn, ref, args) or sparse_gradients(fn, ref, args, seed=seed, options=options)
+                or against_declared_vjp(fn, ref, args, declared_vjp=declared_vjp, seed=seed, tol=tol, dtype=dtype,
+                                        own_error=own_error, ratios=ratios, vjp_name=vjp_name))
     if proxy is not None:
         return (inputs_requiring_grad(fn, ref, args) or sparse_gradients(fn, ref, args, seed=seed, options=options)
                 or against_proxy(fn, ref, args, proxy=proxy, seed=seed, tol=tol, dtype=dtype, own_error=own_error,
@@ -171,6 +178,14 @@ def against_proxy(fn, ref, args, *, proxy, seed, tol, dtype, own_error=False, ra
     return []
 
 
+def against_declared_vjp(fn, ref, args, *, declared_vjp, seed, tol, dtype, own_error=False, ratios=None,
+                         vjp_name="") -> list:
+    """The target's gradients against the declared VJP's, computed in float64 on the same values, on seeded random
+    cotangents, all zeros and a non-contiguous layout, within ``tol`` or by the error the VJP itself makes in
+    ``dtype`` (``own_error``) (:func:`audit.kit.proxy.declared_vjp_mismatches`)."""
+    return declared_vjp_mismatches(fn, declared_vjp, args, seed, tol, dtype, own_error, ratios, vjp_name)
+
+
 def against_reference(fn, ref, args, *, seed, tol, observe=None, sensitive=False) -> list:
     """With a reference, the target's gradient (cotangents drawn from ``seed``) against the reference's within
     ``tol``, where the reference's is defined (elsewhere gradcheck, which held, has judged the target's);
@@ -215,9 +230,13 @@ def reference_gradients(fn, ref, args, seed: int):
 def run(subject, case) -> None:
     """:func:`gradcheck` stage by stage, each failure excused on its own terms: finite differences where the target
     has no derivative; the reference's gradient where it is itself off finite differences, or where the target
-    has no derivative along the differing columns. An entry with a proxy: :func:`against_proxy`, nothing excused."""
+    has no derivative along the differing columns. An entry with a proxy: :func:`against_proxy`, with a declared VJP:
+    :func:`against_declared_vjp`, nothing excused."""
     for stage in (inputs_requiring_grad, sparse_gradients):
         judgement.settle(subject, case, replayable.stage(CHECK, stage, subject, case))
+    if subject.entry.vjp:
+        judgement.settle(subject, case, replayable.stage(CHECK, against_declared_vjp, subject, case))
+        return
     if subject.entry.proxy:
         judgement.settle(subject, case, replayable.stage(CHECK, against_proxy, subject, case))
         return
@@ -297,4 +316,4 @@ def _values(subject, case) -> dict:
 CHECK = declared("gradcheck", run=run, replay=gradcheck, script_values=_values,
                  replay_helpers=(inputs_requiring_grad, sparse_gradients, finite_differences, parameter_differences,
                                  parameter_backward, against_own_error, against_reference, reference_gradients,
-                                 against_proxy))
+                                 against_proxy, against_declared_vjp))

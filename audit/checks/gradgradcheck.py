@@ -13,7 +13,7 @@ from audit.kit.compare import mismatch
 from audit.kit.explain import explain_gradgradcheck_failure, first_line
 from audit.kit.proxy import ProxyError, second_order
 from audit.kit.tensors import outputs_of
-from audit.toolkit.jacobian import backward_only, differences_in_half, gradcheck_values
+from audit.toolkit.jacobian import backward_only, declared_rule, differences_in_half, gradcheck_values
 
 
 def gradgradcheck(fn, ref, args, *, seed, options, tol=None, proxy=None, proxy_name="") -> list:
@@ -116,7 +116,7 @@ def backward_at(subject, case):
 #: excused where the backward has no derivative.
 CHECK = declared("gradgradcheck", replay=gradgradcheck, script_values=gradcheck_values,
                  replay_helpers=(_reaches, differentiable_backward, second_differences, second_against_proxy),
-                 refusals=(backward_only("a gradient of the gradient"),),
+                 refusals=(backward_only("a gradient of the gradient"), declared_rule("second derivative")),
                  stages=(Stage(differentiable_backward),
                          Stage(second_against_proxy, when=with_proxy),
                          Stage(second_differences, when=without_proxy,

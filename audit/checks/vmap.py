@@ -14,7 +14,7 @@ from audit.kit.compare import (JACFWD_ALL_ZERO, JACFWD_VS_DIFFERENCES, JACREV_VS
 from audit.kit.jacobians import (DIFFERENCE_STEPS, central_jacobian, eager_jacobian, is_setup_context_refusal,
                                  jacobian_column, realified)
 from audit.kit.noise import NOISE_FACTOR, measured_noise, noisy_mismatches
-from audit.kit.proxy import bypass_hint
+from audit.kit.proxy import bypass_hint, intended_by
 from audit.kit.tensors import detached, floating, outputs_of
 from audit.kit.tolerance import Tolerance
 from audit.toolkit.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP
@@ -23,18 +23,18 @@ from audit.toolkit.torch_bugs import CUSTOM_OP_FUNCTORCH, CUSTOM_OP_ZERO_JVP
 BATCH = 3
 
 
-def vmap(fn, ref, args, *, target, kind, tol, seed, in_dims, forward_ad, batch, proxy_name="") -> list:
+def vmap(fn, ref, args, *, target, kind, tol, seed, in_dims, forward_ad, batch, proxy_name="", vjp_name="") -> list:
     """On ``batch`` samples of ``args`` (:func:`sample_of`) stacked at ``in_dims``: the outputs and the vjps of the
     target under torch.func.vmap against the per-sample loop, within ``tol`` plus the loop's own rounding noise;
     then jacrev (and jacfwd with ``forward_ad``) on sample 0 against central differences, or, for an entry whose
-    backward is intended (``proxy_name``), against the eager Jacobian. ``kind`` says what torch.func's refusals mean
-    for the entry."""
+    backward is intended (``proxy_name``, ``vjp_name``), against the eager Jacobian. ``kind`` says what torch.func's
+    refusals mean for the entry."""
     samples = [sample_of(args, k, in_dims) for k in range(batch)]
     stacked = stacked_samples(samples, in_dims)
     dims = tuple(in_dims)
     return (vmap_outputs(target, kind, samples, stacked, dims, tol)
             or vmap_vjps(target, kind, samples, stacked, dims, tol, seed)
-            or jacobians(target, kind, samples[0], forward_ad, proxy_name))
+            or jacobians(target, kind, samples[0], forward_ad, proxy_name, vjp_name))
 
 
 def sample_of(args, k: int, in_dims) -> list:
@@ -165,19 +165,20 @@ def jacobian_target(target, sample):
     return (lambda *xs: tuple(outputs_of(real_fn(*xs)))), inputs, viewed
 
 
-def jacobians(target, kind, sample, forward_ad: bool, proxy_name: str = "") -> list:
+def jacobians(target, kind, sample, forward_ad: bool, proxy_name: str = "", vjp_name: str = "") -> list:
     """jacrev, and jacfwd with ``forward_ad``, against central differences on one sample (:func:`jacobian_target`);
     each column within the differences' tolerance, or that plus the error the outputs' own rounding noise puts
     into a central difference (NOISE_FACTOR times the noise over the step). An entry whose backward is intended
-    (``proxy_name``: not the forward's derivative) is compared with its own eager Jacobian instead."""
+    (``proxy_name`` or ``vjp_name``: not the forward's derivative) is compared with its own eager Jacobian instead."""
+    intended = intended_by(proxy_name, vjp_name)
     found = jacobian_target(target, sample)
     if found is None:
         return []
     f, inputs, viewed = found
     with torch.no_grad():
         outputs = f(*inputs)
-    numeric = eager_jacobian(f, inputs) if proxy_name else central_jacobian(f, inputs)
-    against = f"the eager Jacobian (the backward is intended: proxy {proxy_name})" if proxy_name else \
+    numeric = eager_jacobian(f, inputs) if intended else central_jacobian(f, inputs)
+    against = f"the eager Jacobian (the backward is intended: {intended})" if intended else \
         "finite differences"
     measured = measured_noise(lambda xs: [list(f(*xs))], [x.detach() for x in inputs])
     argnums = tuple(range(len(inputs)))
@@ -198,10 +199,10 @@ def jacobians(target, kind, sample, forward_ad: bool, proxy_name: str = "") -> l
                     problems.append(f"{label}: d output {i} / d input {j}[flat {e}] vs {against}: {problem}")
         if problems:
             zeros = zero and label == "jacfwd" and kind == "op"
-            family = (JACFWD_ALL_ZERO if zeros else f"{label} vs the eager Jacobian" if proxy_name
+            family = (JACFWD_ALL_ZERO if zeros else f"{label} vs the eager Jacobian" if intended
                       else {"jacrev": JACREV_VS_DIFFERENCES, "jacfwd": JACFWD_VS_DIFFERENCES}[label])
             said = f"{problems[0]}{viewed}{'; jacfwd gave an all-zero Jacobian' if zeros else ''}"
-            return [Finding(f"{said}{bypass_hint('gradient', proxy_name, label)}", family)]
+            return [Finding(f"{said}{bypass_hint('gradient', proxy_name, label, vjp_name)}", family)]
     return []
 
 

@@ -97,7 +97,7 @@ def code_fingerprint(entry: Entry, base: Path, checks_dir: Path | None = None) -
     be found without importing it)."""
     modules = [entry.target.partition(":")[0]] if entry.kind != EntryKind.OP else []
     modules += list(entry.load)
-    modules += [spec.partition(":")[0] for spec in (entry.reference, entry.proxy) if spec]
+    modules += [spec.partition(":")[0] for spec in (entry.reference, entry.proxy, entry.vjp) if spec]
     importable_from(base)
     from audit.runtime.native import is_native
 

@@ -93,8 +93,10 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
         return Outcome(key, Verdict.ERRORED, f"the target called sys.exit({exc.code!r})", kind=ErrorKind.EXITED.value)
     metrics = dict(subject.metrics)
     if found.fault:
-        return Outcome(key, Verdict.ERRORED, f"{found.fault} ({_blamed(entry)})", found.examples, found.seconds,
-                       details=metrics, kind=ErrorKind.REGISTRY_FAULT.value)
+        named = found.fault.startswith("the entry's ")  # it names its object itself (a reference, a proxy)
+        message = found.fault if named else f"{found.fault} ({_blamed(entry)})"
+        return Outcome(key, Verdict.ERRORED, message, found.examples, found.seconds, details=metrics,
+                       kind=ErrorKind.REGISTRY_FAULT.value)
     if found.refused:
         return _through_backward(entry, target, check, key, options, claimed, on_example, found.refused)
     if found.special:  # structured cases tried after the drawn ones (``examples`` counts the drawn)
@@ -113,11 +115,13 @@ def _run(entry: Entry, target: Target, check: Check, key: CellKey, options: RunO
 
 
 def _blamed(entry: Entry) -> str:
-    """Who a registry fault is not about (its message names what it is about: the proxy, the reference, the model
-    factory's ``make_batch`` or ``loss``)."""
+    """Who a registry fault that does not name its object is about: a model factory's harness (its ``make_batch`` or
+    ``loss``), the entry's declared VJP, or its proxy."""
     if entry.kind == EntryKind.MODEL:
         return f"the harness {entry.target} returns, not the code the model runs"
-    return "not the target"
+    if entry.vjp:
+        return f"the entry's declared VJP {entry.vjp}, not the target"
+    return f"the entry's proxy {entry.proxy}, not the target" if entry.proxy else "not the target"
 
 
 #: Why a check whose gradients .backward() cannot stand for says nothing of a target that refuses .grad().

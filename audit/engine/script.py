@@ -62,6 +62,8 @@ def replay_script(entry: Entry, check: Check, case: Case, *, dtype: str, device:
     lines.append(_target_line("reference", entry.reference, "callable") if entry.reference else "reference = None")
     if "proxy" in _unguarded(prop, entry):
         lines.append(_target_line("proxy", entry.proxy, "callable") if entry.proxy else "proxy = None")
+    if "declared_vjp" in _unguarded(prop, entry):  # a rule of values, called as it is
+        lines.append(_target_line("declared_vjp", entry.vjp, "callable") if entry.vjp else "declared_vjp = None")
     lines.append(f"dtype, device = torch.{dtype}, {device!r}")
     lines.append(f"seed = {values.get('seed', 0)!r}  # the cell's seed: cotangents are drawn from it")
     if _kind(entry) == "module":

@@ -23,6 +23,7 @@ def build_entry(data: dict[str, Any], line: int) -> Entry:
         reference=data.get("reference"),
         proxy=data.get("proxy"),
         proxy_modes=tuple(data.get("proxy_modes", ("train", "eval"))),
+        vjp=data.get("vjp"),
         backward_only=bool(data.get("backward_only", False)),
         triton=data.get("triton", ""),
         dims=tuple((name, r[0], r[1]) for name, r in data.get("dims", {}).items()),

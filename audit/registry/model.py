@@ -195,6 +195,7 @@ class Entry:
     reference: str | None = None
     proxy: str | None = None  #: "module:function" whose autograd gradient is the intended one (``proxy:``)
     proxy_modes: tuple[str, ...] = ("train", "eval")  #: a module's modes the proxy holds in
+    vjp: str | None = None  #: "module:function" giving the intended gradients, a rule of its own (``vjp:``)
     backward_only: bool = False  #: gradients taken with torch.autograd.backward, reading .grad
     triton: str = ""  #: "interpret": Triton kernels, run through Triton's interpreter where no CUDA device is
     dims: tuple[tuple[str, int, int], ...] = ()

@@ -201,13 +201,18 @@ def _expect(entry: dict[str, Any]) -> Found:
 
 
 def _proxy(entry: dict[str, Any]) -> Found:
-    """A proxy is for an entry called on drawn tensors (a model's training has no gradient of its own to intend);
-    ``proxy_modes`` is for a module entry with a proxy (only a module has train and eval modes)."""
+    """A proxy or a declared VJP is for an entry called on drawn tensors (a model's training has no gradient of its
+    own to intend), one of them at most (each says what the intended gradient is); ``proxy_modes`` is for a module
+    entry with a proxy (only a module has train and eval modes)."""
     kind = entry.get("kind", DEFAULT_KIND)
     problems: Found = []
-    if "proxy" in entry and kind == EntryKind.MODEL:
-        problems.append((("proxy",), "expected no proxy for kind model (declare it on the entry of the Function "
+    for key in ("proxy", "vjp"):
+        if key in entry and kind == EntryKind.MODEL:
+            problems.append(((key,), f"expected no {key} for kind model (declare it on the entry of the Function "
                                      "whose backward is intended)"))
+    if "proxy" in entry and "vjp" in entry:
+        problems.append((("vjp",), f"expected proxy or vjp, not both (proxy {entry['proxy']!r}: the intended gradient "
+                                   "is that function's autograd gradient; vjp: a rule of its own): keep one"))
     if "proxy_modes" in entry and (kind != EntryKind.MODULE or "proxy" not in entry):
         problems.append((("proxy_modes",), f"expected proxy_modes only on a kind module entry with a proxy, got kind "
                                            f"{kind}{'' if 'proxy' in entry else ' without a proxy'}"))

@@ -38,7 +38,7 @@ FIXES = {
     ErrorKind.NOT_RUN: "fix the error of the entry's other cells: its worker kept dying",
     ErrorKind.DAMAGED: "the target left the process unusable (recursion, threads, BaseException): replay the cell",
     ErrorKind.EXITED: "the target must raise an exception, not call sys.exit",
-    ErrorKind.REGISTRY_FAULT: "fix the entry's proxy or reference in the registry (a kind model: its factory's "
+    ErrorKind.REGISTRY_FAULT: "fix the entry's proxy, vjp or reference in the registry (a kind model: its factory's "
                               "make_batch), not the target",
     ErrorKind.FORKED: "the target must not fork a process that returns into its caller",
     ErrorKind.CUDA_FAULT: "an illegal access or a device assert in the target's kernel: replay it with "

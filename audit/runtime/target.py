@@ -22,8 +22,8 @@ class TargetError(AuditError):
 
 @dataclass(frozen=True)
 class Target:
-    """The callable under audit, its trusted reference and its proxy (whose gradient is the intended one) if any,
-    and the digest of its code."""
+    """The callable under audit, its trusted reference, its proxy (whose gradient is the intended one) or its
+    declared VJP (which gives the intended gradients) if any, and the digest of its code."""
 
     fn: Callable
     reference: Callable | None
@@ -31,6 +31,7 @@ class Target:
     obj: object
     unbuilt: dict = field(default_factory=dict)
     proxy: Callable | None = None
+    vjp: Callable | None = None
 
 
 def resolve(entry: Entry, base: Path) -> Target:
@@ -50,23 +51,26 @@ def resolve(entry: Entry, base: Path) -> Target:
     _built(entry, fn)
     reference = _companion(entry, "reference", entry.reference)
     proxy = _companion(entry, "proxy", entry.proxy)
+    declared_vjp = _companion(entry, "vjp", entry.vjp)
     if entry.kind in (EntryKind.FUNCTION, EntryKind.CALLABLE):
         _binds(entry, "target", entry.target, obj.forward if entry.kind == EntryKind.FUNCTION else obj)
     if entry.backward_only:
         fn = through_backward(fn)
     return Target(fn=fn, reference=reference, digest=_digest(entry, obj, loaded.files), obj=obj, unbuilt=unbuilt,
-                  proxy=proxy)
+                  proxy=proxy, vjp=declared_vjp)
 
 
 def _companion(entry: Entry, key: str, spec: str | None) -> Callable | None:
-    """The entry's ``reference`` or ``proxy``, imported, callable and taking the registry's inputs (None: none)."""
+    """The entry's ``reference``, ``proxy`` or declared ``vjp``, imported and callable, a reference or a proxy taking
+    the registry's inputs (a VJP takes the cotangents too: its count is the outputs'); None: none declared."""
     if spec is None:
         return None
     found = import_object(spec)
     if not callable(found):
         raise TargetError(f"{key}: {spec} is not callable (got {type(found).__name__}): name a function of the "
                           "entry's inputs")
-    _binds(entry, key, spec, found)
+    if key != "vjp":
+        _binds(entry, key, spec, found)
     return found
 
 

@@ -70,6 +70,20 @@ def backward_only(what: str):
     return refusal
 
 
+def declared_rule(what: str):
+    """A refusal (:mod:`audit.checking.judgement`) of an entry with a declared VJP (``vjp``: the intended gradient is
+    a rule of its own, not a function's derivative, and may not even be linear in the cotangent) in a check that
+    judges ``what``, which such a rule does not define: finite differences would judge the forward's derivative."""
+    def refusal(subject, case) -> str:
+        if not subject.entry.vjp:
+            return ""
+        return (f"the entry declares its intended gradient as a rule (vjp: {subject.entry.vjp}), which defines no "
+                f"{what} to compare with, and finite differences judge the forward's derivative, which the backward "
+                "is meant not to be: not judged (gradcheck and dtype hold the backward to the rule)")
+
+    return refusal
+
+
 def gradcheck_values(subject, case) -> dict:
     """``script_values`` of the checks that run torch's gradcheck: its options as the audit passes them."""
     return {"options": gradcheck_options(subject, grad_inputs(subject.args(case)))}

@@ -30,11 +30,11 @@ class Planted(NamedTuple):
 
 def rows() -> list[Planted]:
     """Every table's rows."""
-    from tests.replay import (complex, core, degenerate, intended, interpreted, precision, safety, sparse, stochastic,
-                              transforms_layers)
+    from tests.replay import (complex, core, degenerate, intended, intended_vjp, interpreted, precision, safety, sparse,
+                              stochastic, transforms_layers)
 
     found = [*core.ROWS, *safety.ROWS, *transforms_layers.ROWS, *precision.ROWS, *complex.ROWS, *sparse.ROWS,
-             *stochastic.ROWS, *degenerate.ROWS, *interpreted.ROWS, *intended.ROWS]
+             *stochastic.ROWS, *degenerate.ROWS, *interpreted.ROWS, *intended.ROWS, *intended_vjp.ROWS]
     ids = [row.id for row in found]
     assert len(set(ids)) == len(ids), f"two rows share an id: {sorted(i for i in ids if ids.count(i) > 1)}"
     return found
@@ -42,10 +42,10 @@ def rows() -> list[Planted]:
 
 def not_replayed() -> dict[str, str]:
     """Fixtures that are neither a planted bug with a row nor a twin: name -> the written reason."""
-    from tests.replay import (complex, core, degenerate, intended, interpreted, precision, safety, sparse, stochastic,
-                              transforms_layers)
+    from tests.replay import (complex, core, degenerate, intended, intended_vjp, interpreted, precision, safety, sparse,
+                              stochastic, transforms_layers)
 
-    return {**intended.NOT_REPLAYED,
+    return {**intended.NOT_REPLAYED, **intended_vjp.NOT_REPLAYED,
             **core.NOT_REPLAYED, **safety.NOT_REPLAYED, **transforms_layers.NOT_REPLAYED, **precision.NOT_REPLAYED,
             **complex.NOT_REPLAYED, **sparse.NOT_REPLAYED, **stochastic.NOT_REPLAYED, **degenerate.NOT_REPLAYED,
             **interpreted.NOT_REPLAYED}
