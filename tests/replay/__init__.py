@@ -42,10 +42,10 @@ def rows() -> list[Planted]:
 
 def not_replayed() -> dict[str, str]:
     """Fixtures that are neither a planted bug with a row nor a twin: name -> the written reason."""
-    from tests.replay import (complex, core, degenerate, intended, intended_vjp, interpreted, precision, safety, sparse,
-                              stochastic, transforms_layers)
+    from tests.replay import (complex, core, degenerate, intended, intended_vjp, interpreted, precision, records,
+                              safety, sparse, stochastic, transforms_layers)
 
-    return {**intended.NOT_REPLAYED, **intended_vjp.NOT_REPLAYED,
+    return {**records.not_replayed(), **intended.NOT_REPLAYED, **intended_vjp.NOT_REPLAYED,
             **core.NOT_REPLAYED, **safety.NOT_REPLAYED, **transforms_layers.NOT_REPLAYED, **precision.NOT_REPLAYED,
             **complex.NOT_REPLAYED, **sparse.NOT_REPLAYED, **stochastic.NOT_REPLAYED, **degenerate.NOT_REPLAYED,
             **interpreted.NOT_REPLAYED}

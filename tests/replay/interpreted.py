@@ -23,6 +23,7 @@ ROWS = [
     Planted(f"{T}:Float32Inside", "forward", VECTOR, f"{T}:Square", "max |got - expected|"),
     Planted(f"{T}:Strideless", "noncontiguous", VECTOR, f"{T}:Square", "with non-contiguous inputs"),
     Planted(f"{T}:RowPastTheEnd", "forward", ROWS_SPEC, f"{T}:RowSumOfSquares", "max |got - expected|"),
+    Planted(f"{T}:BlockSizeNeverPassed", "forward", VECTOR, f"{T}:Square", "raised TypeError"),
 ] if importlib.util.find_spec("triton") else []
 
 NOT_REPLAYED: dict[str, str] = {
