@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from audit.checking.interface import Check, claimed_dtypes
+from audit.catalog.interface import Check, claimed_dtypes
 from audit.kit.tensors import outputs_of
 
 SLACK = {"float64": 1e-12, "float32": 1e-6, "float16": 1e-3, "bfloat16": 1e-2}
