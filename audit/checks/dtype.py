@@ -50,8 +50,8 @@ def dtype_check(fn, ref, args, *, seed, dtype, tol, options, own_error=False, wi
     if declared_vjp is not None:
         return [line.worded(f"{line} (in {str(dtype).replace('torch.', '')})") for line in
                 declared_vjp_mismatches(fn, declared_vjp, args, seed, tol, dtype, own_error, ratios, vjp_name)]
-    if proxy is not None:
-        return [f"{line} (in {str(dtype).replace('torch.', '')})"
+    if proxy is not None:  # worded, so each keeps its kind: not the intended gradient
+        return [line.worded(f"{line} (in {str(dtype).replace('torch.', '')})")
                 for line in proxy_mismatches(fn, proxy, args, seed, tol, dtype, own_error, ratios, proxy_name)]
     if own_error and ref is not None:
         return by_own_error(fn, ref, args, seed=seed, dtype=dtype, ratios=ratios)

@@ -170,3 +170,8 @@ def test_in_half_precision_the_allowance_against_a_proxy_names_the_proxy(tmp_pat
     truth = torch.tensor([1.0, 2.0], dtype=torch.float64)
     said = own_error_mismatch(truth + 0.5, truth, truth.half().double(), torch.float16, against="the proxy")
     assert said and "the proxy's error in float16" in said and "reference" not in said
+
+
+def test_in_dtype_too_a_gradient_off_its_proxy_is_not_the_intended_gradient(tmp_path):
+    found = observe(_spec(tmp_path, f"{F}:ArctanSpikeSlope", SPIKE), "dtype")
+    assert found.verdict == VIOLATED and found.kind.startswith("not the intended gradient: "), found.kind
