@@ -95,39 +95,37 @@ def _operator(entry: Entry, target: Target, seed: int, cells, tensors, values, c
 
 class Errors:
     """Each value of one evaluation with its own error and scale: the evaluation in the cell's dtype against the same
-    in float64 on the same rounded inputs; a wide dtype's error from its narrower twin's (memoised per case)."""
+    in float64 on the same rounded inputs; a wide dtype's error its narrower twin's, scaled by their precisions (0
+    where the target does not run narrower: the rounding floor alone). Each evaluation is made once."""
 
     def __init__(self, evaluate: Callable[[str, str, Case], tuple[Quantities, Quantities]]):
         self.evaluate = evaluate
-        self.known: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+        self.done: dict[tuple[str, str, str], tuple[Quantities, Quantities]] = {}
 
     def judged(self, dtype: str, device: str, case: Case) -> Iterator[tuple[tuple[str, str, torch.Tensor], float,
                                                                               float]]:
         """(kind, label, tensor), error, scale for every value of ``case`` in the cell (dtype, device)."""
-        got, truth = self.evaluate(dtype, device, case)
-        own = self._errors(dtype, device, case, got, truth)
-        for quantity, (error, scale) in zip(got, own):
-            yield quantity, error, scale
-
-    def _errors(self, dtype, device, case, got, truth) -> list[tuple[float, float]]:
-        key = (dtype, device, case.describe())
-        if key in self.known:
-            return self.known[key]
-        scales = [_largest(t) for _, _, t in truth]
+        got, truth = self._run(dtype, device, case)
         if dtype in NARROWER:
             narrow = self._narrow(NARROWER[dtype], device, case)
             ratio = EPS[dtype] / EPS[NARROWER[dtype]]
-            found = [(e * ratio if e is not None else 0.0, s) for e, s in zip(narrow, scales)]
+            errors = [e * ratio for e in narrow] if len(narrow) == len(got) else [0.0] * len(got)
         else:
-            found = [(_difference(g, t), s) for (_, _, g), (_, _, t), s in zip(got, truth, scales)]
-        self.known[key] = found
-        return found
+            errors = [_difference(g, t) for (_, _, g), (_, _, t) in zip(got, truth)]
+        for quantity, (_, _, true), error in zip(got, truth, errors):
+            yield quantity, error, _largest(true)
 
-    def _narrow(self, dtype: str, device: str, case: Case) -> list[float | None]:
-        """The errors of the narrower twin (None each where it cannot run in that dtype)."""
+    def _run(self, dtype: str, device: str, case: Case) -> tuple[Quantities, Quantities]:
+        key = (dtype, device, case.describe())
+        if key not in self.done:
+            self.done[key] = self.evaluate(dtype, device, case)
+        return self.done[key]
+
+    def _narrow(self, dtype: str, device: str, case: Case) -> list[float]:
+        """The errors of the narrower twin ([] where the target cannot run in that dtype)."""
         try:
-            got, truth = self.evaluate(dtype, device, case)
-        except Exception:  # a float64-only target: its float64 values keep the rounding floor alone
+            got, truth = self._run(dtype, device, case)
+        except Exception:  # a float64-only target
             return []
         return [_difference(g, t) for (_, _, g), (_, _, t) in zip(got, truth)]
 
@@ -137,6 +135,8 @@ def _evaluate(entry: Entry, target: Target, seed: int, dtype: str, device: str, 
     subject = Subject(entry, target, dtype, device, seed)
     args = subject.args(case)
     got = quantities(entry, subject, args, seed, _module(target, dtype, device))
+    if dtype in NARROWER:  # already the widest: its own truth
+        return got, got
     wide = [a.detach().to(widest(a)).requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) and floating(a)
             else a for a in args]
     truth = quantities(entry, subject, wide, seed, _module(target, "complex128" if "complex" in dtype else "float64",

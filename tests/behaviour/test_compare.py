@@ -180,3 +180,16 @@ def test_the_fixed_cases_are_each_their_own_values():
     entry = Entry("e", ("@x",), EntryKind.CALLABLE, "m:f", (TensorSpec(("B", 4)),), dims=(("B", 1, 4),))
     small, large = (case.args[0].values for case in plain_cases(entry, 0))
     assert small.shape == (2, 4) and large.shape == (4, 4) and not (small[0] == large[0]).any()
+
+
+def test_a_float64_only_target_keeps_every_value_with_the_rounding_floor(tmp_path):
+    from audit.behaviour.measure import measure
+    from audit.runtime.target import resolve
+    from tests.helpers import ROOT, entry
+
+    found = entry(tmp_path, kind="callable", target="tests.fixtures.mistakes:reference_raises_in_float32",
+                  inputs=[{"shape": ["N"]}], supports={"dtypes": ["float64"]})
+    record = measure(found, resolve(found, ROOT), 0, ("cpu",)).record
+    kinds = [v.kind for v in record.values]
+    assert kinds.count("output") == 2 and kinds.count("vjp") == 2  # two fixed cases, none dropped
+    assert all(v.error == 0.0 and v.scale > 0 for v in record.values)
