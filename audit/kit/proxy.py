@@ -4,6 +4,7 @@ gradients, and second order."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import torch
 from audit.kit.autograd import differentiable, grad_inputs, grad_outputs, module_of, vjp, wrapped
 from audit.kit.compare import Finding, _index, mismatches, number
@@ -58,6 +59,23 @@ def proxy_differentiable(proxy, args) -> None:
                          "or it has a kink where drawn (keep the draws away with `kinks`, or narrow `domain`)")
 
 
+def intended_mismatches(got, truth, own, args, tol, dtype, own_error: bool, ratios, against: str):
+    """The target's gradients ``got`` against the intended ones ``truth`` (float64): within ``tol``, or, judged by the
+    precision's own error (``own_error``), within OWN_ERROR_RATIO times the error ``against`` itself makes in
+    ``dtype`` (``own()`` computes it there; where it raises :class:`ProxyError` the truth's rounding stands in); with
+    how they were judged, for the message."""
+    if not own_error:
+        return mismatches("gradient of input", got, truth, tol), ""
+    try:
+        theirs = own()
+    except ProxyError:  # no kernel in this dtype
+        theirs = None
+    name = str(dtype).replace("torch.", "")
+    return (own_error_mismatches("gradient of input", got, truth, theirs, dtype, ratios, value_range(args),
+                                 largest_input(args), against=against),
+            f", judged by the error {against} itself makes in {name}")
+
+
 def proxy_mismatches(fn, proxy, args, seed: int, tol, dtype, own_error: bool = False, ratios=None,
                      proxy_name: str = "") -> list:
     """The target's gradients (cotangents drawn from ``seed``, rounded to ``dtype``) against the proxy's in float64
@@ -69,18 +87,8 @@ def proxy_mismatches(fn, proxy, args, seed: int, tol, dtype, own_error: bool = F
     outputs, got = rounded_vjps(fn, args, seed, dtype)
     inputs = grad_inputs(args)
     truth = proxy_gradients(proxy, leaves_in(args, torch.float64), seed, dtype)
-    name = str(dtype).replace("torch.", "")
-    how = ""
-    if own_error:
-        try:
-            own = proxy_gradients(proxy, args, seed, dtype)
-        except ProxyError:  # the proxy has no kernel in this dtype: the truth's rounding stands in
-            own = None
-        found = own_error_mismatches("gradient of input", got, truth, own, dtype, ratios, value_range(args),
-                                     largest_input(args), against="the proxy")
-        how = f", judged by the error the proxy itself makes in {name}"
-    else:
-        found = mismatches("gradient of input", got, truth, tol)
+    found, how = intended_mismatches(got, truth, lambda: proxy_gradients(proxy, args, seed, dtype), args, tol, dtype,
+                                     own_error, ratios, "the proxy")
     named = f" {proxy_name}" if proxy_name else ""
     narrowed = next((f"; output {i} is {str(o.dtype).replace('torch.', '')} for {str(x.dtype).replace('torch.', '')} "
                      "inputs, so the gradient reaching the backward is rounded to it (what the dtype check reports)"
@@ -155,7 +163,6 @@ def declared_vjp_mismatches(fn, rule, args, seed: int, tol, dtype, own_error: bo
     naming it (:func:`declared_vjp_gradients`)."""
     named = f" {vjp_name}" if vjp_name else ""
     inputs = grad_inputs(args)
-    name = str(dtype).replace("torch.", "")
     for drawn in DECLARED_COTANGENTS:
         outputs = differentiable(outputs_of(fn(*args)))
         if not (outputs and inputs):
@@ -164,17 +171,8 @@ def declared_vjp_mismatches(fn, rule, args, seed: int, tol, dtype, own_error: bo
         got = vjp(outputs, inputs, cotangents)
         wide = [c.to(torch.complex128 if c.is_complex() else torch.float64) for c in cotangents]
         truth = declared_vjp_gradients(rule, leaves_in(args, torch.float64), wide, vjp_name)
-        how = ""
-        if own_error:
-            try:
-                own = declared_vjp_gradients(rule, args, cotangents, vjp_name)
-            except ProxyError:  # the rule has no kernel in this dtype: the truth's rounding stands in
-                own = None
-            found = own_error_mismatches("gradient of input", got, truth, own, dtype, ratios, value_range(args),
-                                         largest_input(args), against="the declared VJP")
-            how = f", judged by the error the declared VJP itself makes in {name}"
-        else:
-            found = mismatches("gradient of input", got, truth, tol)
+        own = functools.partial(declared_vjp_gradients, rule, args, cotangents, vjp_name)
+        found, how = intended_mismatches(got, truth, own, args, tol, dtype, own_error, ratios, "the declared VJP")
         if found:
             return [Finding(f"{line} against the declared VJP{named} (its gradients in float64, {drawn} "
                             f"cotangents{how}): the backward is not the intended gradient",
