@@ -80,6 +80,7 @@ ROWS = rows()
 UNREACHED = {
     "broken.CrashOnEmpty-empty": "the target raised: the engine says so",
     "stochastic.DropoutRaising-forward": "the target raised: the engine says so",
+    "triton_kernels.BlockSizeNeverPassed-forward": "the target raised: the engine says so",
     "transforms.BranchOnData-compile": "compiling refused (fullgraph): the run's sweep says what Dynamo raised",
     "transforms.ItemInForward-compile": "compiling failed: the run's sweep says what Dynamo raised",
     "audit_transforms.no_fake-export": "tracing raised: the run says what torch.export raised",
