@@ -33,9 +33,8 @@ TITLES = {
 #: of samples over the fastest) and MIN_FACTOR: the band within one run misses the load that differs between two
 #: runs (identical code measured 0.46x to 2.2x apart by the median on this project's 2-core machine, docs/upgrade.md).
 NOISE_BANDS, MIN_FACTOR = 3.0, 2.0
-#: A compile time is listed when it grew by more than this factor, and by more than COMPILE_SECONDS: the first compile
-#: cell a worker runs carries Dynamo's own start-up, about 1 s here (torch 2.11 against 2.13 at -j 2, the same code:
-#: sincos 1.32 -> 0.36 s, dropout 0.64 -> 1.79 s, as the schedule put each first or not).
+#: A compile time is listed when it grew by more than this factor, and by more than COMPILE_SECONDS (the compile check
+#: pays Dynamo's start-up untimed first, :func:`audit.toolkit.dynamo.warm`; what remains moves with load by a second).
 COMPILE_FACTOR, COMPILE_SECONDS = 2.0, 2.0
 
 

@@ -19,6 +19,22 @@ SWEEP = 4
 SPECIALISED = 2
 
 
+#: The backends whose one-time start-up this process has paid (:func:`warm`).
+_WARM: set[str] = set()
+
+
+def warm(backend: str) -> None:
+    """Pay Dynamo's and ``backend``'s one-time start-up (imports, lazy initialisation, for inductor its code
+    generator) once in this process, untimed, before any entry's compile is timed: otherwise whichever compile cell a
+    worker runs first carries it (about 1 s here, 2 s under load), and a compile time moves with the schedule."""
+    if backend in _WARM:
+        return
+    _WARM.add(backend)
+    x = torch.ones(2, dtype=torch.float64, requires_grad=True)
+    with contextlib.suppress(Exception):  # a backend that cannot compile here: the entry's own compile says so
+        torch.compile(lambda t: (t * 2).sin(), backend=backend)(x).sum().backward()
+
+
 def shape_sweep(entry, case) -> list:
     """(sizes, case) pairs: the drawn case resized through :data:`SWEEP` shapes, each symbolic dim
     stepping through its range at or above 2 (offset per dim, so dims rarely coincide)."""
