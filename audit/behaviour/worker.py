@@ -63,11 +63,27 @@ def _record(entry, spec: dict, folder: Path) -> None:
             measured = _measured(entry, spec)
             record = measured.record
             torch.save(measured.tensors, folder / f"{stem}.pt")
+            record = _within_budget(record, folder / f"{stem}.pt")
         except _NotLoaded as exc:
             record = EntryRecord(entry.name, entry.kind.value, error=f"target could not be loaded: {exc}")
         except Exception as exc:  # the target's own exception, or one of the audit's: said, with where
             record = EntryRecord(entry.name, entry.kind.value, error=_raised(exc))
     (folder / f"{stem}.json").write_text(json.dumps(record.to_json()), encoding="utf-8")
+
+
+def _within_budget(record, path: Path):
+    """``record`` as it is, or, where its tensors' file is over :data:`~audit.behaviour.store.BUDGET_BYTES`, the
+    file removed and the record an error saying so."""
+    from dataclasses import replace as replaced
+
+    from audit.behaviour.store import BUDGET_BYTES
+
+    size = path.stat().st_size
+    if size <= BUDGET_BYTES:
+        return record
+    path.unlink()
+    return replaced(record, values=(), cost=(), error=f"its record is {size >> 20} MiB, over the budget of "
+                                                      f"{BUDGET_BYTES >> 20} MiB an entry: narrow its dims")
 
 
 class _NotLoaded(Exception):

@@ -116,3 +116,16 @@ def test_a_merge_of_shards_names_no_behaviour_record_and_says_why(tmp_path):
                       shard={"index": index, "count": 2, "selected": []})
 
     assert merge([("a", shard(1)), ("b", shard(2))], strict=False).behaviour is None
+
+
+def test_a_record_over_the_budget_is_dropped_and_says_so(tmp_path, monkeypatch):
+    from audit.behaviour import worker
+    from audit.behaviour.values import EntryRecord, Value
+
+    monkeypatch.setattr(store, "BUDGET_BYTES", 10)
+    path = tmp_path / "e.pt"
+    path.write_bytes(b"x" * 100)
+    record = EntryRecord("e", "callable", values=(Value("k", "output", "output 0", "float64", "cpu", "", 0.0, 1.0),))
+    found = worker._within_budget(record, path)
+    assert found.error.startswith("its record is 0 MiB, over the budget of 0 MiB") and not found.values
+    assert not path.exists()
