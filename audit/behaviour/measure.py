@@ -66,7 +66,7 @@ def measure(entry: Entry, target: Target, seed: int, devices: tuple[str, ...],
                   for dtype, device in cells]
     else:
         _operator(entry, target, seed, cells, tensors, values, costs, notes)
-    state, load = _state(entry, target, tensors)
+    state, load = _state(entry, target, tensors), None
     if old_state is not None and state:
         load = _checkpoint(entry, target, seed, cells, old_state, tensors, values)
     read = definition.constants(target.obj) if entry.kind != EntryKind.OP else {}
@@ -139,8 +139,7 @@ def _evaluate(entry: Entry, target: Target, seed: int, dtype: str, device: str, 
         return got, got
     wide = [a.detach().to(widest(a)).requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) and floating(a)
             else a for a in args]
-    truth = quantities(entry, subject, wide, seed, _module(target, "complex128" if "complex" in dtype else "float64",
-                                                             device))
+    truth = quantities(entry, subject, wide, seed, _module(target, _widest(dtype), device))
     return got, truth
 
 
@@ -252,17 +251,17 @@ def _peak(device: str, once: Callable[[], object]) -> tuple[float | None, str]:
     return torch.cuda.max_memory_allocated() / 2 ** 20, "torch.cuda.max_memory_allocated of one forward and backward"
 
 
-def _state(entry: Entry, target: Target, tensors: dict) -> tuple[dict[str, str], str | None]:
+def _state(entry: Entry, target: Target, tensors: dict) -> dict[str, str]:
     """A module's or model's state dict as built from the audit's seed, into ``tensors`` under ``state/``; its keys
     with each tensor's shape and dtype."""
     built = _fresh(entry, target)
     if built is None:
-        return {}, None
+        return {}
     state = {}
     for name, tensor in built.state_dict().items():
         tensors[f"state/{name}"] = tensor.detach().cpu().clone()
         state[name] = f"{list(tensor.shape)} {str(tensor.dtype).removeprefix('torch.')}"
-    return state, None
+    return state
 
 
 def _fresh(entry: Entry, target: Target):
@@ -313,18 +312,18 @@ def _keep(tensors, values, key, kind, label, dtype, device, case, tensor, error=
 
 
 def _model(entry: Entry, target: Target, seed: int, cells, tensors, values, notes) -> None:
-    """A model's training trajectory and its outputs on a fixed batch, in each cell, each with its own error."""
+    """A model's training trajectory and its outputs on a fixed batch, in each cell, each with its own error (each
+    trajectory run once: a float64 cell's is its own truth, and its float32 twin is the float32 cell's)."""
     if not entry.supports.deterministic:
         notes.append("draws random numbers (supports.deterministic: false): its trajectory is not recorded")
         return
+    run = functools.cache(lambda dtype, device, wide: _trajectory(entry, target, dtype, device, wide))
     for dtype, device in cells:
-        got = _trajectory(entry, target, dtype, device, dtype)
-        truth = _trajectory(entry, target, dtype, device, "complex128" if "complex" in dtype else "float64")
+        got, truth = run(dtype, device, dtype), run(dtype, device, _widest(dtype))
         if dtype in NARROWER:
-            narrow = _trajectory(entry, target, NARROWER[dtype], device, NARROWER[dtype])
-            narrow_truth = _trajectory(entry, target, NARROWER[dtype], device, "float64")
-            ratio = EPS[dtype] / EPS[NARROWER[dtype]]
-            errors = {k: _running(narrow[k], narrow_truth[k], ratio) for k in got}
+            narrow = NARROWER[dtype]
+            twin, twin_truth = run(narrow, device, narrow), run(narrow, device, _widest(narrow))
+            errors = {k: _running(twin[k], twin_truth[k], EPS[dtype] / EPS[narrow]) for k in got}
         else:
             errors = {k: _running(got[k], truth[k], 1.0) for k in got}
         for kind in ("loss", "grad_norm"):
@@ -334,6 +333,11 @@ def _model(entry: Entry, target: Target, seed: int, cells, tensors, values, note
                       device, f"batch {step} of {entry.training.batch}", torch.tensor(value, dtype=torch.float64),
                       error, abs(truth[kind][step]))
     _model_outputs(entry, target, seed, cells, tensors, values, None)
+
+
+def _widest(dtype: str) -> str:
+    """Where a dtype's truth is computed: complex128 for a complex one, else float64."""
+    return "complex128" if "complex" in dtype else "float64"
 
 
 def _trajectory(entry: Entry, target: Target, dtype: str, device: str, wide: str) -> dict[str, list[float]]:
@@ -371,13 +375,14 @@ def _built(target: Target, dtype: str, device: str):
 
 def _model_outputs(entry: Entry, target: Target, seed: int, cells, tensors, values, loaded) -> None:
     """The model's outputs on batch 0 in each cell (``loaded``: from an old state dict, recorded as checkpoint
-    values), each with its own error (a wide dtype's from its narrower twin's)."""
+    values), each with its own error (a wide dtype's from its narrower twin's, each evaluation made once)."""
     prefix, kind = ("checkpoint/", "checkpoint") if loaded is not None else ("", "output")
+    run = functools.cache(lambda dtype, device: _batch_outputs(entry, target, seed, dtype, device, loaded))
     for dtype, device in cells:
-        got, truth = _batch_outputs(entry, target, seed, dtype, device, loaded)
+        got, truth = run(dtype, device)
         if dtype in NARROWER:
-            narrow, narrow_truth = _batch_outputs(entry, target, seed, NARROWER[dtype], device, loaded)
-            errors = [_difference(g, t) * EPS[dtype] / EPS[NARROWER[dtype]] for g, t in zip(narrow, narrow_truth)]
+            twin, twin_truth = run(NARROWER[dtype], device)
+            errors = [_difference(g, t) * EPS[dtype] / EPS[NARROWER[dtype]] for g, t in zip(twin, twin_truth)]
         else:
             errors = [_difference(g, t) for g, t in zip(got, truth)]
         for i, (g, t, error) in enumerate(zip(got, truth, errors)):
@@ -386,16 +391,19 @@ def _model_outputs(entry: Entry, target: Target, seed: int, cells, tensors, valu
 
 
 def _batch_outputs(entry: Entry, target: Target, seed: int, dtype: str, device: str, loaded):
-    """The model's outputs on batch 0 in (dtype, device), and the same model and batch cast to float64."""
+    """The model's outputs on batch 0 in (dtype, device), and the same model and batch cast to float64 (a wide dtype:
+    its own outputs)."""
     model, make_batch, _ = _built(target, dtype, device)
     if loaded is not None:
         model = copy.deepcopy(loaded).to(dtype=getattr(torch, dtype), device=torch.device(device))
     batch = model_batch(make_batch, entry.training.batch, 0, getattr(torch, dtype), device)
-    wide = "complex128" if "complex" in dtype else "float64"
     with torch.no_grad():
         calls.reseed(seed)
         got = outputs_of(batch.forward(model))
+        if dtype in NARROWER:
+            return got, got
         calls.reseed(seed)
+        wide = _widest(dtype)
         truth = outputs_of(_widened(batch, wide).forward(copy.deepcopy(model).to(getattr(torch, wide))))
     return got, truth
 

@@ -39,17 +39,23 @@ class Record:
     numerics: dict[str, str]
     entries: dict[str, EntryRecord]
     files: dict[str, str] = field(default_factory=dict)
+    #: Each entry's tensors once read (:meth:`tensors`).
+    loaded: dict[str, dict] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def tensors(self, name: str) -> dict:
-        """The tensors of entry ``name`` (torch is needed from here on; the manifest alone is read without it)."""
+        """The tensors of entry ``name``, read once (torch is needed from here on; the manifest alone is read
+        without it)."""
         import torch
 
+        if name in self.loaded:
+            return self.loaded[name]
         path = self.folder / self.files[name]
         try:
-            return torch.load(path, weights_only=True)
+            self.loaded[name] = torch.load(path, weights_only=True)
         except Exception as exc:
             raise UsageError(f"{path}: cannot read this behaviour file ({type(exc).__name__}: {exc}); "
                              "record it again with audit run --record") from None
+        return self.loaded[name]
 
 
 def sha256(path: Path) -> str:

@@ -115,7 +115,7 @@ def model_batch(make_batch, size: int, seed: int, dtype, device) -> Batch:
         made = make_batch(size, seed)
     except Exception as exc:
         raise BatchError(f"make_batch({size}, {seed}) raised {type(exc).__name__}: {first_line(exc)}"
-                         f"{user_site(exc)} (the factory's make_batch(size, seed), not the model)") from exc
+                         f"{user_site(exc)}") from exc
     batch = as_batch(made)
     return Batch(tuple(_placed(x, dtype, device) for x in batch.args),
                  {name: _placed(x, dtype, device) for name, x in batch.kwargs.items()},
