@@ -20,6 +20,7 @@ from audit.core.io import write_atomic
 from audit.app.publish import drop_stale_scripts, show
 from audit.registry.load import load_registry
 from audit.core.replays import script_name
+from audit.engine.timeline import stamp
 from audit.results.matrix import Matrix, build, read_matrix
 from audit.runtime.settings import Settings, settle
 
@@ -66,6 +67,7 @@ def _audit(loaded, settings: Settings) -> int:
     show(matrix, settings.output_format, -1 if settings.quiet else settings.verbosity,  # shown even if out fails
          settings.owner)
     _write(Path(settings.out), matrix, result, settings.owner)
+    stamp("written")
     if options.cache_dir:
         click.echo(f"cache: {result.cached} of {result.cached + result.computed} cells reused from "
                    f"{options.cache_dir}; {result.computed} computed", err=True)
@@ -75,6 +77,8 @@ def _audit(loaded, settings: Settings) -> int:
 def _computed(loaded, entries, settings: Settings, options):
     """The engine's result for ``entries`` (None when there are none)."""
     from audit.engine.pool import prestart
+
+    stamp("begin")  # the command line read, the registry loaded: the engine starts
     from audit.engine.runner import audit_entries
     from audit.app.progress import progress as make_progress
 

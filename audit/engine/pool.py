@@ -17,6 +17,7 @@ from audit.engine.memory import EXIT_OUT_OF_MEMORY
 from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, FromWorker, JobDone, Loaded,
                                    Ready, Retiring, StartUp)
 from audit.engine.parts import Part, Wholes, split, take
+from audit.engine.timeline import stamp
 from audit.results.environment import Environment
 from audit.results.kinds import ErrorKind
 from audit.results.outcome import CellKey, Outcome, error_outcome
@@ -51,6 +52,7 @@ class Worker:
         child = spawn("audit.engine.worker", args, env=_worker_env(options, slot), log=self.log)
         self.process, self.outbox, self.inbox = child.process, child.outbox, child.inbox
         self.max_memory = options.max_memory
+        stamp("spawn", slot)
 
     def death(self) -> str:
         """How the process ended, and the last lines it wrote to stdout and stderr."""
@@ -167,6 +169,7 @@ def _run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started:
     finally:
         for worker, _ in slots:
             worker.close()
+        stamp("workers_done")
     return reported[-1] if reported else Environment()
 
 
@@ -180,6 +183,7 @@ def _assign(worker: Worker, assignment: Assignment | None, pending: deque[Part],
     job = part.job
     listener.begin(job)
     worker.outbox.send(Assign(job))
+    stamp("assign", worker.slot, job.entry.name)
     assignment = Assignment(job=job, remaining=list(job.cells), pinned=pinned)
     assignment.expect(LOADING, options.startup_budget)
     return worker, assignment
@@ -200,7 +204,7 @@ def _serve(worker: Worker, assignment: Assignment | None, ready: Collection[obje
                 message: FromWorker = worker.inbox.recv()
                 if isinstance(message, Retiring):
                     return _retire(worker, assignment, message.reason, options, listener)
-                going_on = _receive(assignment, message, options, listener, reported)
+                going_on = _receive(assignment, message, options, listener, reported, worker.slot)
                 if going_on is None:
                     return worker, None
                 assignment = going_on
@@ -230,7 +234,8 @@ def _budget_note(assignment: Assignment, options: RunOptions) -> str:
 
 
 def _receive(assignment: Assignment, message: FromWorker, options: RunOptions, listener: Listener,
-             reported: list[Environment]) -> Assignment | None:
+             reported: list[Environment], slot: int = 0) -> Assignment | None:
+    _stamped(message, slot, assignment.job.entry.name)
     match message:
         case Ready(found):
             reported.append(found)
@@ -249,6 +254,23 @@ def _receive(assignment: Assignment, message: FromWorker, options: RunOptions, l
             _end(assignment, listener)
             return None
     return assignment
+
+
+def _stamped(message: FromWorker, slot: int, name: str) -> None:
+    """The message's phase on the run's timeline (:mod:`audit.engine.timeline`)."""
+    match message:
+        case Ready():
+            stamp("ready", slot)
+        case Loaded():
+            stamp("loaded", slot, name)
+        case CellStarted(key):
+            stamp("cell", slot, f"{name} {key.check} {key.dtype} {key.device}")
+        case CellFinished(outcome):
+            stamp("cell_end", slot, f"{name} {outcome.key.check}")
+        case StartUp(what):
+            stamp("startup" if what else "startup_end", slot, what)
+        case JobDone():
+            stamp("job_end", slot, name)
 
 
 def _end(assignment: Assignment, listener: Listener) -> None:
