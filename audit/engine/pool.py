@@ -12,6 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
+from audit.engine import prebuild
 from audit.engine.job import Finished, Job, Listener
 from audit.engine.memory import EXIT_OUT_OF_MEMORY
 from audit.engine.messages import (Assign, CellFinished, CellStarted, ExampleDrawn, FromWorker, JobDone, Loaded,
@@ -151,11 +152,13 @@ def _run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started:
     wanted = max(1, min(options.jobs, len(jobs)))
     # One worker (the first slot, the holder) runs every cell of a check with a resource; with one worker, nothing
     # is split and each entry's cells run together, in order.
-    parts = split(jobs, pinned if wanted > 1 else frozenset())
+    # The entries that build native sources last, their builds started now beside the workers (see prebuild).
+    parts = prebuild.last(split(jobs, pinned if wanted > 1 else frozenset()))
     pending, listener = deque(parts), Wholes(jobs, parts, listener)
     started = list(started or ())
     for extra in started[wanted:]:
         extra.close()
+    builders = prebuild.start(jobs, options.base, _worker_env(options))
     try:
         slots = [(w, None) for w in started[:wanted]]
         used = resources if any(key.check in pinned for job in jobs for key in job.cells) else ()
@@ -169,6 +172,8 @@ def _run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started:
     finally:
         for worker, _ in slots:
             worker.close()
+        for builder in builders:
+            end_group(builder)
         stamp("workers_done")
     return reported[-1] if reported else Environment()
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,15 +81,34 @@ def build(sources: list[Path], *, with_cuda: bool, base: Path) -> Path:
     folder = Path(os.environ.get("AUDIT_BUILD_DIR") or base / BUILD_DIR) / name
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "build.log"
-    try:
-        cpp_extension.load(name, [str(s) for s in sources], extra_cflags=list(FLAGS), build_directory=str(folder),
-                           is_python_module=False, with_cuda=with_cuda, verbose=False)
-    except Exception as exc:  # the compiler's or the linker's complaint, kept whole in the log
-        log.write_text(str(exc))
-        raise NativeError(f"building {', '.join(s.name for s in sources)} failed: {_first_error(str(exc))} "
-                          f"(full log: {log})") from None
-    log.write_text(f"built {name} from {', '.join(map(str, sources))}\n")
+    with _exclusive(folder):
+        try:
+            cpp_extension.load(name, [str(s) for s in sources], extra_cflags=list(FLAGS),
+                               build_directory=str(folder), is_python_module=False, with_cuda=with_cuda,
+                               verbose=False)
+        except Exception as exc:  # the compiler's or the linker's complaint, kept whole in the log
+            log.write_text(str(exc))
+            raise NativeError(f"building {', '.join(s.name for s in sources)} failed: {_first_error(str(exc))} "
+                              f"(full log: {log})") from None
+        log.write_text(f"built {name} from {', '.join(map(str, sources))}\n")
     return folder
+
+
+@contextmanager
+def _exclusive(folder: Path) -> Iterator[None]:
+    """One process at a time builds in ``folder`` (a worker, or a builder started ahead:
+    :mod:`audit.engine.prebuild`); the others wait, then find the build done. The lock is the kernel's
+    (``flock``), released when its holder dies: torch's own lock is a file a killed build leaves behind, on which
+    every later build waits forever, so once this one is held that file is stale and is removed."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): torch's own lock alone
+        yield
+        return
+    with open(folder / "audit.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        (folder / "lock").unlink(missing_ok=True)
+        yield
 
 
 def cuda_missing() -> str:
