@@ -9,6 +9,7 @@ outcome, one end per entry.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from audit.engine.job import Finished, Job, Listener
@@ -34,13 +35,16 @@ def split(jobs: list[Job], pinned_checks: frozenset[str]) -> list[Part]:
     return parts
 
 
-def take(pending: deque[Part], holder: bool) -> Part | None:
-    """The next part a worker may take: the first one for the holder, the first unpinned one for any other."""
-    for index, part in enumerate(pending):
-        if holder or not part.pinned:
-            del pending[index]
-            return part
-    return None
+def take(pending: deque[Part], holder: bool, later: Callable[[Job], bool] = lambda job: False) -> Part | None:
+    """The next part a worker may take: the first one for the holder, the first unpinned one for any other; one
+    whose job is to wait (``later``: its native build still running) only when no other is left to take."""
+    allowed = [index for index, part in enumerate(pending) if holder or not part.pinned]
+    index = next((i for i in allowed if not later(pending[i].job)), allowed[0] if allowed else None)
+    if index is None:
+        return None
+    part = pending[index]
+    del pending[index]
+    return part
 
 
 class Wholes:

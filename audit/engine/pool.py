@@ -8,7 +8,7 @@ import signal
 import tempfile
 import time
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
@@ -152,37 +152,35 @@ def _run_jobs(jobs: list[Job], options: RunOptions, listener: Listener, started:
     wanted = max(1, min(options.jobs, len(jobs)))
     # One worker (the first slot, the holder) runs every cell of a check with a resource; with one worker, nothing
     # is split and each entry's cells run together, in order.
-    # The entries that build native sources last, their builds started now beside the workers (see prebuild).
-    parts = prebuild.last(split(jobs, pinned if wanted > 1 else frozenset()))
+    parts = split(jobs, pinned if wanted > 1 else frozenset())
     pending, listener = deque(parts), Wholes(jobs, parts, listener)
     started = list(started or ())
     for extra in started[wanted:]:
         extra.close()
-    builders = prebuild.start(jobs, options.base, _worker_env(options))
+    builders = prebuild.Builders(jobs, options.base, _worker_env(options))  # native sources: built beside the workers
     try:
         slots = [(w, None) for w in started[:wanted]]
         used = resources if any(key.check in pinned for job in jobs for key in job.cells) else ()
         slots += [(Worker(options, resources=() if index else used, slot=index), None)
                   for index in range(len(slots), wanted)]
         while pending or any(a for _, a in slots):
-            slots = [_assign(w, a, pending, listener, options, pinned, holder=not index)
+            slots = [_assign(w, a, pending, listener, options, pinned, holder=not index, later=builders.building)
                      for index, (w, a) in enumerate(slots)]
             ready = wait([w.inbox for w, a in slots if a], timeout=_next_deadline(slots))
             slots = [_serve(w, a, ready, options, listener, reported) for w, a in slots]
     finally:
         for worker, _ in slots:
             worker.close()
-        for builder in builders:
-            end_group(builder)
+        builders.close()
         stamp("workers_done")
     return reported[-1] if reported else Environment()
 
 
 def _assign(worker: Worker, assignment: Assignment | None, pending: deque[Part], listener: Listener,
-            options: RunOptions, pinned: frozenset[str], holder: bool) -> Slot:
+            options: RunOptions, pinned: frozenset[str], holder: bool, later: Callable[[Job], bool]) -> Slot:
     if assignment is not None:
         return worker, assignment
-    part = take(pending, holder)
+    part = take(pending, holder, later)
     if part is None:
         return worker, None
     job = part.job

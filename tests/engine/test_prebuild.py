@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import deque
 
 import pytest
 import yaml
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 from audit.cli import cli
 from audit.engine import prebuild, timeline
 from audit.engine.job import Job
-from audit.engine.parts import split
+from audit.engine.parts import split, take
 from audit.results.outcome import CellKey
 from audit.runtime import native
 from audit.runtime.options import RunOptions
@@ -32,17 +33,33 @@ def _job(tmp_path, name: str, load: list[str]) -> Job:
     return Job(found, cells, dict.fromkeys(cells, True), RunOptions())
 
 
-def test_entries_that_build_go_last_in_order_and_each_source_set_gets_one_builder(tmp_path, monkeypatch):
+class _Builder:
+    """A stand-in for a builder process: running until told otherwise."""
+
+    def __init__(self, command, **kwargs) -> None:
+        self.command, self.kwargs, self.code = command, kwargs, None
+
+    def poll(self):
+        return self.code
+
+
+def test_each_source_set_gets_one_builder_and_its_entries_wait_while_it_runs(tmp_path, monkeypatch):
     jobs = [_job(tmp_path, "a", [PLANTED]), _job(tmp_path, "b", ["examples.library_op"]),
             _job(tmp_path, "c", [PLANTED]), _job(tmp_path, "d", []),
             _job(tmp_path, "e", ["examples.library_op", "tests/fixtures/csrc/broken.cpp"])]
-    assert [p.job.entry.name for p in prebuild.last(split(jobs, frozenset()))] == ["b", "d", "a", "c", "e"]
-    started = []
-    monkeypatch.setattr(prebuild.subprocess, "Popen", lambda command, **kwargs: started.append((command, kwargs)))
-    prebuild.start(jobs, "/base", {"X": "1"})
-    assert [command[3:] for command, _ in started] == [["/base", PLANTED], ["/base", "tests/fixtures/csrc/broken.cpp"]]
-    assert all(command[1:3] == ["-m", "audit.engine.prebuild"] and kwargs["env"] == {"X": "1"}
-               and kwargs["start_new_session"] for command, kwargs in started)
+    monkeypatch.setattr(prebuild.subprocess, "Popen", _Builder)
+    builders = prebuild.Builders(jobs, "/base", {"X": "1"})
+    started = list(builders.running.values())
+    assert [b.command[3:] for b in started] == [["/base", PLANTED], ["/base", "tests/fixtures/csrc/broken.cpp"]]
+    assert all(b.command[1:3] == ["-m", "audit.engine.prebuild"] and b.kwargs["env"] == {"X": "1"}
+               and b.kwargs["start_new_session"] for b in started)
+    pending = deque(split(jobs, frozenset()))
+    assert take(pending, True, builders.building).job.entry.name == "b"  # a is still building
+    started[0].code = 0  # a's sources are built
+    assert [take(pending, True, builders.building).job.entry.name for _ in range(2)] == ["a", "c"]
+    # nothing but an entry still building is left: it is taken (its worker waits for the build)
+    assert [take(pending, True, builders.building).job.entry.name for _ in range(2)] == ["d", "e"]
+    assert take(pending, True, builders.building) is None
 
 
 def test_a_lock_file_a_killed_build_left_is_removed_once_the_kernel_lock_is_held(tmp_path):
@@ -83,7 +100,7 @@ def test_the_timeline_is_written_only_where_asked(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # builds the planted extension (about 20 s) in a fresh build folder
-def test_a_native_entry_is_built_beside_the_workers_and_audited_after_the_rest(tmp_path, monkeypatch):
+def test_a_native_entry_is_built_beside_the_workers_while_they_audit_the_rest(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("AUDIT_BUILD_DIR", str(tmp_path / "build"))
     monkeypatch.setenv(timeline.VARIABLE, str(tmp_path / "timeline.jsonl"))
