@@ -1,147 +1,397 @@
-"""The floor: what a user would write instead of the audit, in one process, with torch's checks only.
+"""The floor: what a careful user would write by hand to verify the same claims on the same cases as the audit.
 
-For every entry of the benchmark registry, the same checks the overhead benchmark asks the audit for
-(gradcheck, gradgradcheck, opcheck, vmap against the loop with a vjp and jacrev, compile against eager),
-on the same number of examples (20 where the entry claims the property, 5 where it does not), with
-inputs of random sizes in the registry's ranges. Run: python -m bench.floor bench/registry.yaml
+For every cell an audit run judged (its ``matrix.json``: ``--matrix``), one process runs the same number of cases
+(the cell's drawn examples, then its special points: ``metrics.special_points``) and, on each, the same comparisons
+(:data:`COMPARISONS`), in plain torch:
+
+- gradcheck: torch's gradcheck with the audit's options (its eps, atol and rtol for the dtype; fast mode above 1,024
+  elements); for a module, fast gradcheck with respect to its parameters, the tolerances divided by their size; with
+  a reference, the target's vjp against the reference's (cotangents drawn from the seed).
+- gradgradcheck: the backward differentiated by autograd (its results require grad), then torch's gradgradcheck.
+- opcheck (ops): torch.library.opcheck's four utilities.
+- vmap: three samples (the case, its values reversed, rolled); outputs under vmap against the loop, per-sample vjps
+  under vmap against autograd's, then jacrev (and jacfwd where forward-mode AD is claimed) against central
+  differences (the first 64 columns).
+- compile: once per cell, the target run eagerly, compiled afresh (Dynamo reset) and run, forward and vjp, on four
+  shapes; on each case, outputs and gradients compiled against eager.
+
+Drawn cases are drawn here (numpy, from the seed): each dim uniform in its range, each value uniform in its domain.
+Special points are the audit's own (:func:`audit.inputs.special.special_cases`: rotations, repeated singular values,
+equal arguments, the largest sizes): what they are is part of the claim, and a user checking the same claims would
+write the same cases. A comparison that fails is counted and the cell goes on, as a user's loop would.
+
+What the floor does not do, because it is not checking: shrink a failure, explain it, excuse a kink, measure noise
+after a mismatch (the audit does that only after one), write reports, isolate targets in workers, record seeds.
+Run: ``python -m bench.floor bench/registry.yaml --matrix out/matrix.json``.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import json
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 
 import numpy as np
 import torch
 import yaml
 
-CLAIMED, UNCLAIMED = 20, 5
+#: What each check compares on every case, in the order the floor (and the audit) compares it.
+COMPARISONS: dict[str, tuple[str, ...]] = {
+    "gradcheck": ("torch.autograd.gradcheck (the inputs)", "torch.autograd.gradcheck, fast (a module's parameters)",
+                  "vjp against the reference's"),
+    "gradgradcheck": ("the backward's results require grad", "torch.autograd.gradgradcheck"),
+    "opcheck": ("torch.library.opcheck: test_schema, test_autograd_registration, test_faketensor, "
+                "test_aot_dispatch_dynamic",),
+    "vmap": ("outputs under vmap against the loop", "per-sample vjps under vmap against autograd",
+             "jacrev against central differences", "jacfwd against central differences (forward-mode AD claimed)"),
+    "compile": ("per cell: eager once, then compiled afresh on four shapes, forward and vjp",
+                "compiled outputs against eager", "compiled gradients against eager"),
+}
+#: gradcheck's step and tolerances by dtype, as the audit passes them; fast mode above SLOW_MODE_LIMIT elements.
+EPS = {torch.float64: 1e-6, torch.float32: 1e-3}
+GRADCHECK_TOL = {torch.float64: (1e-5, 1e-3), torch.float32: (1e-2, 1e-2)}
+SLOW_MODE_LIMIT = 1024
+#: Comparisons of two computations (torch.testing's defaults for the dtype).
+CLOSE = {torch.float64: (1e-7, 1e-7), torch.float32: (1e-5, 1.3e-6)}
+#: Central differences: step and tolerance by dtype, and the columns differenced at most.
+DIFFERENCES = {torch.float64: (1e-6, 1e-5, 1e-3), torch.float32: (1e-3, 1e-2, 1e-2)}
+COLUMNS = 64
+BATCH, SHAPES, SEED = 3, 4, 0
+UTILS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
 
-def main(path: str) -> int:
+class Target:
+    """One registry entry as a user holds it: the callable at a dtype, its reference, its op, its claims."""
+
+    def __init__(self, entry: dict, dtype: torch.dtype):
+        for module in entry.get("load", []):
+            importlib.import_module(module)
+        kind = entry.get("kind", "function")
+        self.entry, self.dtype, self.op, self.module = entry, dtype, None, None
+        if kind == "op":
+            namespace, _, name = entry["target"].partition("::")
+            self.op = getattr(getattr(torch.ops, namespace), name).default
+            self.fn = self.op
+        else:
+            obj = _imported(entry["target"])
+            if kind == "module":
+                self.module = obj().to(dtype)
+                self.fn = self.module
+            else:
+                self.fn = obj.apply if kind == "function" else obj
+        self.reference = _imported(entry["reference"]) if entry.get("reference") else None
+        self.forward_ad = bool(entry["supports"].get("forward_ad"))
+        self.fullgraph = entry["supports"].get("compile") == "fullgraph"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__.splitlines()[0])
+    parser.add_argument("registry", type=Path)
+    parser.add_argument("--matrix", type=Path, required=True, help="the audit run's matrix.json: its cells and counts")
+    args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    with open(path) as text:
-        document = yaml.safe_load(text)
-    defaults = document.get("defaults", {})
-    failures = 0
-    spent: dict[str, float] = {}
-    start = time.perf_counter()
-    for raw in document["entries"]:
-        entry = {**defaults, **raw, "supports": {**defaults.get("supports", {}), **raw.get("supports", {})}}
-        fn, op = _target(entry)
-        rng = np.random.default_rng(0)
-        supports = entry["supports"]
-        plan = [("gradcheck", True), ("gradgradcheck", supports.get("double_backward", False)),
-                ("vmap", supports.get("vmap", False)), ("compile", supports.get("compile", False))]
-        if op is not None:
-            plan.append(("opcheck", True))
-        for check, claimed in plan:
-            began = time.perf_counter()
-            compiled = _compiled(fn) if check == "compile" else None
-            for _ in range(CLAIMED if claimed else UNCLAIMED):
-                args = _args(entry, rng)
-                try:
-                    CHECKS[check](fn, op, args, compiled)
-                except Exception:  # a property that does not hold: counted, as the audit would record it
-                    failures += 1
-            spent[check] = spent.get(check, 0.0) + time.perf_counter() - began
-    print(f"floor: {time.perf_counter() - start:.2f} s, {failures} failing examples; per check: "
-          + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items()))
+    spent, cases, failures = run(args.registry, json.loads(args.matrix.read_text()))
+    print(f"floor: {sum(spent.values()):.2f} s, {sum(cases.values())} cases, {failures} failing comparisons; "
+          "per check: " + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items()))
     return 0
 
 
-def _target(entry):
-    for module in entry.get("load", []):
-        importlib.import_module(module)
-    if entry.get("kind") == "op":
-        namespace, _, name = entry["target"].partition("::")
-        op = getattr(getattr(torch.ops, namespace), name)
-        return op, op.default
-    module, _, qualname = entry["target"].partition(":")
+def run(registry: Path, matrix: dict, *, on_case: Callable | None = None) -> tuple[dict, dict, int]:
+    """Every cell of ``matrix`` whose check the floor knows, on ``registry``'s entries: seconds and cases per check,
+    and the failing comparisons. ``on_case(entry name, check, args)`` is told each case before it runs."""
+    document = yaml.safe_load(registry.read_text())
+    defaults = document.get("defaults", {})
+    entries = {raw["name"]: {**defaults, **raw, "supports": {**defaults.get("supports", {}), **raw.get("supports", {})}}
+               for raw in document["entries"]}
+    special = _special_points(registry)
+    spent: dict[str, float] = {}
+    cases: dict[str, int] = {}
+    failures = 0
+    for row in matrix["entries"]:
+        for cell in row["cells"]:
+            if cell["check"] not in CHECKS or cell["device"] != "cpu":
+                continue
+            began = time.perf_counter()
+            target = Target(entries[row["name"]], getattr(torch, cell["dtype"]))
+            count = (cell.get("metrics") or {}).get("special_points", 0)
+            points = [_drawn(target.entry, SEED + k) for k in range(cell["examples"])] + special[row["name"]][:count]
+            told = partial(_tell, on_case, row["name"], cell["check"])
+            failures += CHECKS[cell["check"]](target, points, told)
+            spent[cell["check"]] = spent.get(cell["check"], 0.0) + time.perf_counter() - began
+            cases[cell["check"]] = cases.get(cell["check"], 0) + len(points)
+    return spent, cases, failures
+
+
+def _tell(on_case: Callable | None, name: str, check: str, case: list) -> None:
+    if on_case is not None:
+        on_case(name, check, case)
+
+
+def _imported(path: str):
+    module, _, qualname = path.partition(":")
     obj = importlib.import_module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part)
-    if entry.get("kind") == "module":
-        obj = obj().double()
-    return (obj.apply if entry.get("kind", "function") == "function" else obj), None
+    return obj
 
 
-def _args(entry, rng):
+def _drawn(entry: dict, seed: int) -> list:
+    """One case as plain values: sizes uniform in the dims' ranges, values uniform in the domains."""
+    rng = np.random.default_rng(seed)
     sizes = {name: int(rng.integers(lo, hi + 1)) for name, (lo, hi) in entry.get("dims", {}).items()}
-    args = []
+    found: list = []
     for spec in entry["inputs"]:
         if "value" in spec:
-            args.append(spec["value"])
+            found.append(spec["value"])
             continue
-        shape = [sizes.get(s, 2) if isinstance(s, str) else s for s in spec["shape"]]
         low, high = spec.get("domain", [-1, 1])
-        args.append(torch.tensor(rng.uniform(low, high, shape), dtype=torch.float64).requires_grad_())
-    return args
+        shape = [sizes[s] if isinstance(s, str) else s for s in spec["shape"]]
+        found.append((rng.uniform(low, high, shape), spec.get("requires_grad", True)))
+    return found
 
 
-def _split(fn, args):
-    positions = [i for i, a in enumerate(args) if torch.is_tensor(a)]
+def _special_points(registry: Path) -> dict[str, list]:
+    """The audit's special points for each entry, as the same plain values (arrays, requires_grad) :func:`_drawn`
+    gives."""
+    from audit.inputs.case import TensorArg
+    from audit.inputs.special import special_cases
+    from audit.registry.load import parse_registry
+
+    parsed = parse_registry(registry.read_bytes(), str(registry))
+    return {entry.name: [[(a.values, a.requires_grad) if isinstance(a, TensorArg) else a.value for a in case.args]
+                         for case in special_cases(entry)] for entry in parsed.entries}
+
+
+def _tensors(target: Target, case: list) -> list:
+    """A case's arguments at the target's dtype, fresh leaves, laid out row-major (an empty array's strides, which
+    numpy leaves 0, are not: gradcheck refuses them)."""
+    return [torch.empty(c[0].shape, dtype=target.dtype).copy_(torch.from_numpy(np.array(c[0]))).requires_grad_(c[1])
+            if isinstance(c, tuple) else c for c in case]
+
+
+def _of_inputs(fn, args) -> tuple[Callable, list]:
+    """``fn`` as a function of its grad-requiring tensors (the others fixed), returning its floating outputs."""
+    positions = [i for i, a in enumerate(args) if torch.is_tensor(a) and a.requires_grad]
 
     def f(*xs):
         full = list(args)
         for i, x in zip(positions, xs):
             full[i] = x
-        out = fn(*full)
-        return out if torch.is_tensor(out) else tuple(o for o in out if torch.is_tensor(o))
+        outputs = [o for o in _outputs(fn(*full)) if o.is_floating_point()]
+        return tuple(outputs) if len(outputs) != 1 else outputs[0]
 
     return f, [args[i] for i in positions]
 
 
-def _gradcheck(fn, op, args, compiled):
-    f, xs = _split(fn, args)
-    torch.autograd.gradcheck(f, xs)
+def _outputs(out) -> list:
+    return [out] if torch.is_tensor(out) else [o for o in out if torch.is_tensor(o)]
 
 
-def _gradgradcheck(fn, op, args, compiled):
-    f, xs = _split(fn, args)
-    torch.autograd.gradgradcheck(f, xs)
+def _cotangents(outputs: list, seed: int = SEED) -> list:
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(o.shape, generator=generator, dtype=torch.float64).to(o.dtype) for o in outputs]
 
 
-def _opcheck(fn, op, args, compiled):
-    torch.library.opcheck(op, tuple(args))
+def _vjp(fn, args, seed: int = SEED) -> tuple[list, list]:
+    """``fn(*args)``'s outputs, and the gradients of <its differentiable outputs, seeded cotangents> (zeros where an
+    input is unused)."""
+    outputs = _outputs(fn(*args))
+    live = [o for o in outputs if o.requires_grad]
+    inputs = [a for a in args if torch.is_tensor(a) and a.requires_grad]
+    if not (live and inputs):
+        return [o.detach() for o in outputs], []
+    grads = torch.autograd.grad(live, inputs, _cotangents(live, seed), allow_unused=True)
+    return [o.detach() for o in outputs], [torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
 
 
-def _vmap(fn, op, args, compiled):
-    f, xs = _split(fn, args)
-    plain = [x.detach() for x in xs]
-    batch = [torch.stack([x, x.flip(-1) if x.dim() else x, x * 0.5]) for x in plain]
-    out = torch.func.vmap(f)(*batch)
-    loop = [f(*[b[k] for b in batch]) for k in range(3)]
-    first = out if torch.is_tensor(out) else out[0]
-    torch.testing.assert_close(first[0], loop[0] if torch.is_tensor(loop[0]) else loop[0][0])
-
-    def per_sample(*ys):
-        out, pull = torch.func.vjp(f, *ys)
-        return pull(torch.ones_like(out) if torch.is_tensor(out) else tuple(torch.ones_like(o) for o in out))
-
-    torch.func.vmap(per_sample)(*batch)
-    torch.func.jacrev(f, argnums=tuple(range(len(plain))))(*plain)
+def _close(got: list, expected: list, dtype) -> bool:
+    atol, rtol = CLOSE[dtype]
+    return len(got) == len(expected) and all(
+        torch.allclose(g, e, rtol=rtol, atol=atol, equal_nan=True) for g, e in zip(got, expected))
 
 
-def _compile(fn, op, args, compiled):
-    f, xs = _split(fn, args)
-    eager = f(*xs)
-    fresh = [x.detach().clone().requires_grad_() for x in xs]
-    got = compiled(*[a if not torch.is_tensor(a) else fresh.pop(0) for a in args])
-    first, expected = (got if torch.is_tensor(got) else got[0]), (eager if torch.is_tensor(eager) else eager[0])
-    torch.testing.assert_close(first, expected)
-    first.sum().backward()
+def _options(target: Target, inputs: list, fast: bool = False) -> dict:
+    size = sum(x.numel() for x in inputs)
+    fast = fast or size > SLOW_MODE_LIMIT
+    atol, rtol = GRADCHECK_TOL[target.dtype]
+    scale = size if fast else 1
+    return {"eps": EPS[target.dtype], "atol": atol / scale, "rtol": rtol / scale, "fast_mode": fast,
+            "check_undefined_grad": False}
 
 
-def _compiled(fn):
-    torch._dynamo.reset()
-    return torch.compile(fn, backend="aot_eager", fullgraph=True)
+def _each(compare: Callable[[Target, list], bool]):
+    """A check that runs ``compare`` on every case: the count of cases where it failed (False or raised)."""
+    def check(target: Target, cases: list, told: Callable) -> int:
+        failed = 0
+        for case in cases:
+            told(case)
+            try:
+                failed += not compare(target, _tensors(target, case))
+            except Exception:  # a claim that does not hold here, as the audit would record it
+                failed += 1
+        return failed
+
+    return check
 
 
-CHECKS = {"gradcheck": _gradcheck, "gradgradcheck": _gradgradcheck, "opcheck": _opcheck, "vmap": _vmap,
-          "compile": _compile}
+def gradcheck(target: Target, args: list) -> bool:
+    f, inputs = _of_inputs(target.fn, args)
+    if not inputs:
+        return False
+    torch.autograd.gradcheck(f, inputs, **_options(target, inputs))
+    if target.module is not None:
+        names = [n for n, p in target.module.named_parameters() if p.requires_grad]
+        values = [target.module.get_parameter(n).detach().clone().requires_grad_() for n in names]
+        fixed = tuple(a.detach() if torch.is_tensor(a) else a for a in args)
+
+        def by_parameters(*params):
+            return torch.func.functional_call(target.module, dict(zip(names, params)), fixed)
+
+        torch.autograd.gradcheck(by_parameters, values, **_options(target, values, fast=True))
+    if target.reference is None:
+        return True
+    theirs = [a.detach().clone().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a in args]
+    return _close(_vjp(target.fn, args)[1], _vjp(target.reference, theirs)[1], target.dtype)
+
+
+def gradgradcheck(target: Target, args: list) -> bool:
+    f, inputs = _of_inputs(target.fn, args)
+    outputs = [o for o in _outputs(f(*inputs)) if o.requires_grad]
+    cotangents = [c.requires_grad_() for c in _cotangents(outputs)]
+    grads = torch.autograd.grad(outputs, inputs, cotangents, create_graph=True, allow_unused=True)
+    if any(g is not None and not g.requires_grad and g.count_nonzero() for g in grads):
+        return False
+    return torch.autograd.gradgradcheck(f, inputs, **_options(target, inputs))
+
+
+def opcheck(target: Target, args: list) -> bool:
+    results = torch.library.opcheck(target.op, tuple(args), test_utils=UTILS, raise_exception=False)
+    return all(result == "SUCCESS" for result in results.values())
+
+
+def vmap(target: Target, args: list) -> bool:
+    dims = tuple(0 if torch.is_tensor(a) else None for a in args)
+    samples = [[_reordered(a, k) for a in args] for k in range(BATCH)]
+    stacked = [torch.stack([s[i].detach() for s in samples]) if d == 0 else args[i] for i, d in enumerate(dims)]
+    got = torch.func.vmap(lambda *xs: tuple(_outputs(target.fn(*xs))), in_dims=dims)(*stacked)
+    with torch.no_grad():
+        loop = [_outputs(target.fn(*s)) for s in samples]
+    if not all(_close([g[k] for g in got], loop[k], target.dtype) for k in range(BATCH)):
+        return False
+    wrt = [i for i, a in enumerate(args) if torch.is_tensor(a) and a.requires_grad]
+    expected, cotangents = [], []
+    for k, sample in enumerate(samples):
+        live = [o for o in _outputs(target.fn(*sample)) if o.requires_grad]
+        cts = _cotangents(live, SEED + k)
+        expected.append(list(torch.autograd.grad(live, [sample[i] for i in wrt], cts, allow_unused=True)))
+        cotangents.append(cts)
+
+    def per_sample(*flat):
+        full, cts = list(flat[:len(args)]), flat[len(args):]
+
+        def f(*xs):
+            for i, x in zip(wrt, xs):
+                full[i] = x
+            return tuple(o for o in _outputs(target.fn(*full)) if o.is_floating_point())
+
+        return torch.func.vjp(f, *[full[i] for i in wrt])[1](tuple(cts))
+
+    stacked_cts = [torch.stack([c[m] for c in cotangents]) for m in range(len(cotangents[0]))]
+    got = torch.func.vmap(per_sample, in_dims=dims + (0,) * len(stacked_cts))(*stacked, *stacked_cts)
+    if not all(_close([g[k] for g in got], expected[k], target.dtype) for k in range(BATCH)):
+        return False
+    return _jacobians(target, samples[0], wrt)
+
+
+def _reordered(a, k: int):
+    """Sample ``k`` of a batch: a tensor's values as drawn (0), reversed (odd), rolled by ``k // 2``."""
+    if not torch.is_tensor(a):
+        return a
+    flat = a.detach().reshape(-1)
+    flat = torch.roll(flat.flip(0) if k % 2 else flat, k // 2)
+    return flat.reshape(a.shape).clone().requires_grad_(a.requires_grad)
+
+
+def _jacobians(target: Target, sample: list, wrt: list) -> bool:
+    """jacrev (and jacfwd with forward-mode AD claimed) against central differences, column by column."""
+    base = [a.detach() if torch.is_tensor(a) else a for a in sample]
+
+    def f(*xs):
+        full = list(base)
+        for i, x in zip(wrt, xs):
+            full[i] = x
+        return tuple(o for o in _outputs(target.fn(*full)) if o.is_floating_point())
+
+    inputs = [base[i] for i in wrt]
+    step, atol, rtol = DIFFERENCES[target.dtype]
+    columns = [(j, e) for j, x in enumerate(inputs) for e in range(x.numel())][:COLUMNS]
+    numeric = {}
+    with torch.no_grad():
+        for j, e in columns:
+            plus, minus = [x.clone() for x in inputs], [x.clone() for x in inputs]
+            plus[j].view(-1)[e] += step
+            minus[j].view(-1)[e] -= step
+            numeric[(j, e)] = [(p - m) / (2 * step) for p, m in zip(f(*plus), f(*minus))]
+    argnums = tuple(range(len(inputs)))
+    for transform in [torch.func.jacrev] + ([torch.func.jacfwd] if target.forward_ad else []):
+        jac = transform(f, argnums=argnums)(*inputs)
+        for (j, e), column in numeric.items():
+            for i, expected in enumerate(column):
+                got = jac[i][j].reshape(expected.numel(), -1)[:, e].reshape(expected.shape)
+                if not torch.allclose(got, expected, atol=atol, rtol=rtol):
+                    return False
+    return True
+
+
+def compile_cell(target: Target, cases: list, told: Callable) -> int:
+    """Per cell: the target run eagerly once, compiled afresh and run on four shapes; then each case against eager."""
+    if not cases:
+        return 0
+    failed = 0
+    try:
+        first = _tensors(target, cases[0])
+        _vjp(target.fn, first)
+        torch._dynamo.reset()
+        compiled = torch.compile(target.fn, backend="aot_eager", fullgraph=target.fullgraph)
+        for k in range(SHAPES):
+            torch.manual_seed(SEED)
+            _vjp(compiled, _tensors(target, _resized(target.entry, k)))
+    except Exception:
+        return len(cases)
+    for case in cases:
+        told(case)
+        try:
+            torch.manual_seed(SEED)
+            expected = _vjp(target.fn, _tensors(target, case))
+            torch.manual_seed(SEED)
+            got = _vjp(compiled, _tensors(target, case))
+            failed += not (_close(got[0], expected[0], target.dtype) and _close(got[1], expected[1], target.dtype))
+        except Exception:
+            failed += 1
+    return failed
+
+
+def _resized(entry: dict, k: int) -> list:
+    """The ``k``-th shape of the sweep: each dim stepping through its range at or above 2."""
+    sizes = {}
+    for index, (name, (low, high)) in enumerate(entry.get("dims", {}).items()):
+        start = max(low, 2)
+        sizes[name] = high if start > high else start + (k + index) % (high - start + 1)
+    rng = np.random.default_rng(k)
+    return [spec["value"] if "value" in spec else
+            (rng.uniform(*spec.get("domain", [-1, 1]), [sizes[s] if isinstance(s, str) else s for s in spec["shape"]]),
+             spec.get("requires_grad", True)) for spec in entry["inputs"]]
+
+
+CHECKS: dict[str, Callable[[Target, list, Callable], int]] = {
+    "gradcheck": _each(gradcheck), "gradgradcheck": _each(gradgradcheck), "opcheck": _each(opcheck),
+    "vmap": _each(vmap), "compile": compile_cell}
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "bench/registry.yaml"))
+    sys.exit(main())

@@ -20,25 +20,29 @@ from bench.timing import REGISTRY, Spent, audit_run, spent, print_section
 
 OVERHEAD_CHECKS = ["gradcheck", "gradgradcheck", "opcheck", "vmap", "compile"]
 PAIRS = int(os.environ.get("BENCH_PAIRS", "5"))
-FLOOR = [sys.executable, "-m", "bench.floor", str(REGISTRY)]
 
 
 def measure(work: Path) -> dict:
-    """The pairs' seconds, and the last audit run's seconds per check inside its cells beside the floor's."""
+    """The pairs' seconds, and the last audit run's seconds per check inside its cells beside the floor's. The
+    floor reads the cells and their case counts from the warm-up audit run's matrix (the counts are the seed's)."""
     checks = [arg for name in OVERHEAD_CHECKS for arg in ("--check", name)]
     audit = audit_run(REGISTRY, work / "overhead", *checks, "--no-cache", "-j", "1")
-    spent(audit), spent(FLOOR)  # warm-up: the page cache, the bytecode
+    spent(audit)  # warm-up: the page cache, the bytecode; and the matrix the floor reads
+    matrix = work / "floor-matrix.json"
+    matrix.write_text((work / "overhead" / "matrix.json").read_text())
+    floor_command = [sys.executable, "-m", "bench.floor", str(REGISTRY), "--matrix", str(matrix)]
+    spent(floor_command)
     pairs: list[tuple[Spent, Spent]] = []
     for k in range(PAIRS):
         if k % 2:
-            floor = spent(FLOOR)
+            floor = spent(floor_command)
             pairs.append((spent(audit), floor))
         else:
-            pairs.append((spent(audit), spent(FLOOR)))
+            pairs.append((spent(audit), spent(floor_command)))
     matrix = json.loads((work / "overhead" / "matrix.json").read_text())
     cells = [c for e in matrix["entries"] for c in e["cells"]]
     floor_checks = floor_per_check(pairs[-1][1].stdout)
-    return {"pairs": [(a.wall, a.cpu, f.wall, f.cpu) for a, f in pairs],
+    return {"pairs": [(a.wall, a.cpu, f.wall, f.cpu) for a, f in pairs], "floor_line": pairs[-1][1].stdout.strip(),
             "by_check": [(name, sum(c["seconds"] for c in cells if c["check"] == name), floor_checks.get(name, 0.0))
                          for name in OVERHEAD_CHECKS],
             "cells": sum(c["seconds"] for c in cells), "last_wall": pairs[-1][0].wall}
@@ -64,9 +68,11 @@ def render(found: dict) -> list[str]:
               for i, name in enumerate(("audit wall", "audit cpu", "floor wall", "floor cpu"))}
     engine = found["last_wall"] - found["cells"]
     lines = [
-        f"`audit run -j 1 --no-cache` with {', '.join(OVERHEAD_CHECKS)}, against the floor (`bench/floor.py`: the same "
-        f"torch checks on the same example counts, one process); {len(found['pairs'])} pairs after a warm-up, the "
-        "order alternating; medians.", "",
+        f"`audit run -j 1 --no-cache` with {', '.join(OVERHEAD_CHECKS)}, against the floor (`bench/floor.py`: what a "
+        "user would write by hand to verify the same claims, in one process: on every cell of the audit's matrix the "
+        "same cases, drawn and special points, and the same comparisons, in plain torch; "
+        "`tests/bench/test_floor.py` keeps the two in step); "
+        f"{len(found['pairs'])} pairs after a warm-up, the order alternating; medians.", "",
         "| | audit | floor | **ratio** (median of pairs; target ≤ 1.0) |", "|---|---|---|---|",
         f"| wall-clock (s) | {median['audit wall']:.1f} | {median['floor wall']:.1f} | **{wall:.2f}** |",
         f"| CPU, user and system (s) | {median['audit cpu']:.1f} | {median['floor cpu']:.1f} | **{cpu:.2f}** |", "",
@@ -78,6 +84,7 @@ def render(found: dict) -> list[str]:
         "| check | audit, inside its cells (s) | floor (s) |", "|---|---|---|",
         *[f"| {name} | {mine:.1f} | {bare:.1f} |" for name, mine, bare in found["by_check"]],
         f"| the engine (wall less cells: start-up, imports, scheduling, reports) | {engine:.1f} | |", "",
+        f"The floor's own account of that run: `{found.get('floor_line', '')}`", "",
     ]
     return lines
 
