@@ -40,7 +40,7 @@ PARTS = (
     ("torch's own check (what the floor runs)", "design", None),
     ("the target called through the audit's guard", "design", (("audit/runtime/subject.py", "evaluate"),)),
     ("special points (structured cases after the draws)", "design", (("audit/engine/explore.py", "_special"),)),
-    ("a module's parameters by finite differences (the floor checks none)", "design",
+    ("a module's parameters by finite differences (the floor too)", "design",
      (("audit/checks/gradcheck.py", "parameter_differences"),)),
     ("compile's shape sweep, once a cell (compile time, recompiles)", "design",
      (("audit/checks/compile.py", "_prepare"),)),

@@ -15,10 +15,13 @@ For every cell an audit run judged (its ``matrix.json``: ``--matrix``), one proc
 - compile: once per cell, the target run eagerly, compiled afresh (Dynamo reset) and run, forward and vjp, on four
   shapes; on each case, outputs and gradients compiled against eager.
 
-Drawn cases are drawn here (numpy, from the seed): each dim uniform in its range, each value uniform in its domain.
-Special points are the audit's own (:func:`audit.inputs.special.special_cases`: rotations, repeated singular values,
-equal arguments, the largest sizes): what they are is part of the claim, and a user checking the same claims would
-write the same cases. A comparison that fails is counted and the cell goes on, as a user's loop would.
+The cases are the audit's own, not only as many: the drawn ones come from Hypothesis with the audit's strategy for
+the check, the cell's seed and the audit's Hypothesis settings (:func:`audit.engine.explore.given_cases`, not
+shrunk), which is how a user writing a property test draws them and the only way to draw the same inputs; the special
+points are :func:`audit.inputs.special.special_cases` (rotations, repeated singular values, equal arguments, the
+largest sizes), run after the drawn cases held, as the audit runs them. A cell stops at its first failing case, as
+the audit's search does (the audit then shrinks a claimed failure; the floor does not). Hypothesis's own cost is on
+both sides: measured alone, it is in ``bench/results.md``.
 
 What the floor does not do, because it is not checking: shrink a failure, explain it, excuse a kink, measure noise
 after a mismatch (the audit does that only after one), write reports, isolate targets in workers, record seeds.
@@ -38,7 +41,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 
 #: What each check compares on every case, in the order the floor (and the audit) compares it.
 COMPARISONS: dict[str, tuple[str, ...]] = {
@@ -61,32 +63,32 @@ CLOSE = {torch.float64: (1e-7, 1e-7), torch.float32: (1e-5, 1.3e-6)}
 #: Central differences: step and tolerance by dtype, and the columns differenced at most.
 DIFFERENCES = {torch.float64: (1e-6, 1e-5, 1e-3), torch.float32: (1e-3, 1e-2, 1e-2)}
 COLUMNS = 64
-BATCH, SHAPES, SEED = 3, 4, 0
+BATCH, SEED = 3, 0
 UTILS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
 
 class Target:
     """One registry entry as a user holds it: the callable at a dtype, its reference, its op, its claims."""
 
-    def __init__(self, entry: dict, dtype: torch.dtype):
-        for module in entry.get("load", []):
+    def __init__(self, entry, dtype: torch.dtype):
+        for module in entry.load:
             importlib.import_module(module)
-        kind = entry.get("kind", "function")
         self.entry, self.dtype, self.op, self.module = entry, dtype, None, None
-        if kind == "op":
-            namespace, _, name = entry["target"].partition("::")
+        if entry.kind == "op":
+            namespace, _, name = entry.target.partition("::")
             self.op = getattr(getattr(torch.ops, namespace), name).default
             self.fn = self.op
         else:
-            obj = _imported(entry["target"])
-            if kind == "module":
+            obj = _imported(entry.target)
+            if entry.kind == "module":
                 self.module = obj().to(dtype)
                 self.fn = self.module
             else:
-                self.fn = obj.apply if kind == "function" else obj
-        self.reference = _imported(entry["reference"]) if entry.get("reference") else None
-        self.forward_ad = bool(entry["supports"].get("forward_ad"))
-        self.fullgraph = entry["supports"].get("compile") == "fullgraph"
+                self.fn = obj.apply if entry.kind == "function" else obj
+        self.reference = _imported(entry.reference) if entry.reference else None
+        self.forward_ad = bool(entry.supports.forward_ad)
+        self.fullgraph = entry.supports.compile == "fullgraph"
+        self.noncontiguous = bool(entry.supports.noncontiguous)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,33 +103,33 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run(registry: Path, matrix: dict, *, on_case: Callable | None = None) -> tuple[dict, dict, int]:
-    """Every cell of ``matrix`` whose check the floor knows, on ``registry``'s entries: seconds and cases per check,
-    and the failing comparisons. ``on_case(entry name, check, args)`` is told each case before it runs."""
-    document = yaml.safe_load(registry.read_text())
-    defaults = document.get("defaults", {})
-    entries = {raw["name"]: {**defaults, **raw, "supports": {**defaults.get("supports", {}), **raw.get("supports", {})}}
-               for raw in document["entries"]}
-    special = _special_points(registry)
+def run(registry: Path, matrix: dict, *, on_case: Callable | None = None, seed: int = 0) -> tuple[dict, dict, int]:
+    """Every cell of ``matrix`` whose check the floor knows, on ``registry``'s entries (the run's ``seed``): seconds
+    and cases per check, and the failing comparisons. ``on_case(entry name, check, case)`` is told each case."""
+    from audit.registry.load import parse_registry
+
+    entries = {entry.name: entry for entry in parse_registry(registry.read_bytes(), str(registry)).entries}
     spent: dict[str, float] = {}
     cases: dict[str, int] = {}
     failures = 0
     for row in matrix["entries"]:
         for cell in row["cells"]:
-            if cell["check"] not in CHECKS or cell["device"] != "cpu":
+            check = cell["check"]
+            if check not in CHECKS or cell["device"] != "cpu":
                 continue
             began = time.perf_counter()
-            target = Target(entries[row["name"]], getattr(torch, cell["dtype"]))
-            count = (cell.get("metrics") or {}).get("special_points", 0)
-            points = [_drawn(target.entry, SEED + k) for k in range(cell["examples"])] + special[row["name"]][:count]
-            told = partial(_tell, on_case, row["name"], cell["check"])
-            failures += CHECKS[cell["check"]](target, points, told)
-            spent[cell["check"]] = spent.get(cell["check"], 0.0) + time.perf_counter() - began
-            cases[cell["check"]] = cases.get(cell["check"], 0) + len(points)
+            entry = entries[row["name"]]
+            target = Target(entry, getattr(torch, cell["dtype"]))
+            special = (cell.get("metrics") or {}).get("special_points", 0)
+            told = partial(_tell, on_case, row["name"], check)
+            found, ran = CHECKS[check](target, _drawn(entry, check, cell, seed), _special(entry, special), told)
+            failures += found
+            spent[check] = spent.get(check, 0.0) + time.perf_counter() - began
+            cases[check] = cases.get(check, 0) + ran
     return spent, cases, failures
 
 
-def _tell(on_case: Callable | None, name: str, check: str, case: list) -> None:
+def _tell(on_case: Callable | None, name: str, check: str, case) -> None:
     if on_case is not None:
         on_case(name, check, case)
 
@@ -140,38 +142,43 @@ def _imported(path: str):
     return obj
 
 
-def _drawn(entry: dict, seed: int) -> list:
-    """One case as plain values: sizes uniform in the dims' ranges, values uniform in the domains."""
-    rng = np.random.default_rng(seed)
-    sizes = {name: int(rng.integers(lo, hi + 1)) for name, (lo, hi) in entry.get("dims", {}).items()}
-    found: list = []
-    for spec in entry["inputs"]:
-        if "value" in spec:
-            found.append(spec["value"])
-            continue
-        low, high = spec.get("domain", [-1, 1])
-        shape = [sizes[s] if isinstance(s, str) else s for s in spec["shape"]]
-        found.append((rng.uniform(low, high, shape), spec.get("requires_grad", True)))
-    return found
+def _drawn(entry, check: str, cell: dict, seed: int) -> Callable[[Callable], Callable[[], None]]:
+    """The cell's drawn cases, as the audit draws them: ``given(run)``, a test that calls ``run(case)`` on each of
+    the cell's examples, drawn by Hypothesis from the audit's strategy for the check with the cell's seed, not
+    shrunk (:func:`audit.engine.explore.given_cases`)."""
+    from audit.engine.explore import given_cases
+    from audit.inputs.strategies import cases
+    from audit.runtime.options import cell_seed
+
+    strategy = cases(entry, **STRATEGIES[check])
+    at = cell_seed(seed, entry.registered_name, check, cell["dtype"], cell["device"])
+    return lambda run: given_cases(run, strategy, cell["examples"], at, False)
 
 
-def _special_points(registry: Path) -> dict[str, list]:
-    """The audit's special points for each entry, as the same plain values (arrays, requires_grad) :func:`_drawn`
-    gives."""
-    from audit.inputs.case import TensorArg
+def _special(entry, count: int) -> list:
+    """The first ``count`` of the audit's special points for ``entry`` (as many as the audit ran)."""
     from audit.inputs.special import special_cases
-    from audit.registry.load import parse_registry
 
-    parsed = parse_registry(registry.read_bytes(), str(registry))
-    return {entry.name: [[(a.values, a.requires_grad) if isinstance(a, TensorArg) else a.value for a in case.args]
-                         for case in special_cases(entry)] for entry in parsed.entries}
+    return list(special_cases(entry)[:count]) if count else []
 
 
-def _tensors(target: Target, case: list) -> list:
-    """A case's arguments at the target's dtype, fresh leaves, laid out row-major (an empty array's strides, which
-    numpy leaves 0, are not: gradcheck refuses them)."""
-    return [torch.empty(c[0].shape, dtype=target.dtype).copy_(torch.from_numpy(np.array(c[0]))).requires_grad_(c[1])
-            if isinstance(c, tuple) else c for c in case]
+def _tensors(target: Target, case, laid: bool = False) -> list:
+    """A case's arguments at the target's dtype, fresh leaves, contiguous (``laid``: in the case's drawn memory
+    layouts)."""
+    from audit.inputs.case import TensorArg
+    from audit.runtime.subject import laid_out
+
+    found = []
+    for k, arg in enumerate(case.args):
+        if not isinstance(arg, TensorArg):
+            found.append(arg.value)
+            continue
+        layout = case.layouts[k] if laid and case.layouts else "contiguous"
+        tensor = laid_out(arg.values.shape, target.dtype, "cpu", layout)
+        with torch.no_grad():
+            tensor.copy_(torch.from_numpy(np.array(arg.values, order="C")))
+        found.append(tensor.requires_grad_(arg.requires_grad))
+    return found
 
 
 def _of_inputs(fn, args) -> tuple[Callable, list]:
@@ -224,22 +231,43 @@ def _options(target: Target, inputs: list, fast: bool = False) -> dict:
             "check_undefined_grad": False}
 
 
-def _each(compare: Callable[[Target, list], bool]):
-    """A check that runs ``compare`` on every case: the count of cases where it failed (False or raised)."""
-    def check(target: Target, cases: list, told: Callable) -> int:
-        failed = 0
-        for case in cases:
+class _Failed(Exception):
+    """A comparison did not hold on a case: the cell stops there, as the audit's search does."""
+
+
+def _each(compare: Callable, *, laid: bool = False):
+    """A check that runs ``compare(target, args, case)`` on every case, the drawn ones then the special points (only
+    where the drawn held, as the audit tries them), and stops at the first that fails (False, or raised): (1 if one
+    failed else 0, the cases run before it and it). ``laid``: the arguments in the case's memory layouts where the
+    entry claims non-contiguous inputs."""
+    def check(target: Target, drawn: Callable, special: list, told: Callable) -> tuple[int, int]:
+        ran: list = []
+
+        def one(case) -> None:
+            if ran and ran[-1] is None:  # Hypothesis calls a failing case once more, to report it: not counted
+                raise _Failed
             told(case)
+            ran.append(case)
             try:
-                failed += not compare(target, _tensors(target, case))
-            except Exception:  # a claim that does not hold here, as the audit would record it
-                failed += 1
-        return failed
+                held = compare(target, _tensors(target, case, laid and target.noncontiguous), case)
+            except Exception:  # a claim that does not hold here (the target or a check raised)
+                held = False
+            if not held:
+                ran.append(None)
+                raise _Failed
+
+        try:
+            drawn(one)()
+            for case in special:
+                one(case)
+        except Exception:
+            return 1, len(ran) - 1
+        return 0, len(ran)
 
     return check
 
 
-def gradcheck(target: Target, args: list) -> bool:
+def gradcheck(target: Target, args: list, case=None) -> bool:
     f, inputs = _of_inputs(target.fn, args)
     if not inputs:
         return False
@@ -259,7 +287,7 @@ def gradcheck(target: Target, args: list) -> bool:
     return _close(_vjp(target.fn, args)[1], _vjp(target.reference, theirs)[1], target.dtype)
 
 
-def gradgradcheck(target: Target, args: list) -> bool:
+def gradgradcheck(target: Target, args: list, case=None) -> bool:
     f, inputs = _of_inputs(target.fn, args)
     outputs = [o for o in _outputs(f(*inputs)) if o.requires_grad]
     cotangents = [c.requires_grad_() for c in _cotangents(outputs)]
@@ -269,19 +297,21 @@ def gradgradcheck(target: Target, args: list) -> bool:
     return torch.autograd.gradgradcheck(f, inputs, **_options(target, inputs))
 
 
-def opcheck(target: Target, args: list) -> bool:
+def opcheck(target: Target, args: list, case=None) -> bool:
     results = torch.library.opcheck(target.op, tuple(args), test_utils=UTILS, raise_exception=False)
     return all(result == "SUCCESS" for result in results.values())
 
 
-def vmap(target: Target, args: list) -> bool:
-    dims = tuple(0 if torch.is_tensor(a) else None for a in args)
-    samples = [[_reordered(a, k) for a in args] for k in range(BATCH)]
-    stacked = [torch.stack([s[i].detach() for s in samples]) if d == 0 else args[i] for i, d in enumerate(dims)]
+def vmap(target: Target, args: list, case) -> bool:
+    dims = tuple(case.in_dims)
+    samples = [[_reordered(a, k, d) for a, d in zip(args, dims)] for k in range(BATCH)]
+    first = [a.detach() if torch.is_tensor(a) else a for a in samples[0]]
+    stacked = [torch.stack([s[i].detach() for s in samples], dim=d) if d is not None else first[i]
+               for i, d in enumerate(dims)]
     got = torch.func.vmap(lambda *xs: tuple(_outputs(target.fn(*xs))), in_dims=dims)(*stacked)
     with torch.no_grad():
         loop = [_outputs(target.fn(*s)) for s in samples]
-    if not all(_close([g[k] for g in got], loop[k], target.dtype) for k in range(BATCH)):
+    if not all(_close([g.select(0, k) for g in got], loop[k], target.dtype) for k in range(BATCH)):
         return False
     wrt = [i for i, a in enumerate(args) if torch.is_tensor(a) and a.requires_grad]
     expected, cotangents = [], []
@@ -303,14 +333,15 @@ def vmap(target: Target, args: list) -> bool:
 
     stacked_cts = [torch.stack([c[m] for c in cotangents]) for m in range(len(cotangents[0]))]
     got = torch.func.vmap(per_sample, in_dims=dims + (0,) * len(stacked_cts))(*stacked, *stacked_cts)
-    if not all(_close([g[k] for g in got], expected[k], target.dtype) for k in range(BATCH)):
+    if not all(_close([g.select(0, k) for g in got], expected[k], target.dtype) for k in range(BATCH)):
         return False
     return _jacobians(target, samples[0], wrt)
 
 
-def _reordered(a, k: int):
-    """Sample ``k`` of a batch: a tensor's values as drawn (0), reversed (odd), rolled by ``k // 2``."""
-    if not torch.is_tensor(a):
+def _reordered(a, k: int, dim):
+    """Sample ``k`` of a batch: a batched tensor's values as drawn (0), reversed (odd), rolled by ``k // 2``; an
+    unbatched argument (``dim`` None) as it is."""
+    if not torch.is_tensor(a) or dim is None:
         return a
     flat = a.detach().reshape(-1)
     flat = torch.roll(flat.flip(0) if k % 2 else flat, k // 2)
@@ -348,49 +379,37 @@ def _jacobians(target: Target, sample: list, wrt: list) -> bool:
     return True
 
 
-def compile_cell(target: Target, cases: list, told: Callable) -> int:
-    """Per cell: the target run eagerly once, compiled afresh and run on four shapes; then each case against eager."""
-    if not cases:
-        return 0
-    failed = 0
-    try:
-        first = _tensors(target, cases[0])
-        _vjp(target.fn, first)
-        torch._dynamo.reset()
-        compiled = torch.compile(target.fn, backend="aot_eager", fullgraph=target.fullgraph)
-        for k in range(SHAPES):
-            torch.manual_seed(SEED)
-            _vjp(compiled, _tensors(target, _resized(target.entry, k)))
-    except Exception:
-        return len(cases)
-    for case in cases:
-        told(case)
-        try:
-            torch.manual_seed(SEED)
-            expected = _vjp(target.fn, _tensors(target, case))
-            torch.manual_seed(SEED)
-            got = _vjp(compiled, _tensors(target, case))
-            failed += not (_close(got[0], expected[0], target.dtype) and _close(got[1], expected[1], target.dtype))
-        except Exception:
-            failed += 1
-    return failed
+def compile_check(target: Target, drawn: Callable, special: list, told: Callable) -> tuple[int, int]:
+    """On the cell's first case: the target run eagerly once, compiled afresh and run on the four shapes of the
+    sweep; then, on every case, compiled against eager."""
+    from audit.toolkit.dynamo import shape_sweep
+
+    compiled: list = []
+
+    def compare(target: Target, args: list, case) -> bool:
+        if not compiled:
+            _vjp(target.fn, args)
+            torch._dynamo.reset()
+            compiled.append(torch.compile(target.fn, backend="aot_eager", fullgraph=target.fullgraph))
+            for _, swept in shape_sweep(target.entry, case):
+                torch.manual_seed(SEED)
+                _vjp(compiled[0], _tensors(target, swept))
+        torch.manual_seed(SEED)
+        expected = _vjp(target.fn, _tensors(target, case))
+        torch.manual_seed(SEED)
+        got = _vjp(compiled[0], args)
+        return _close(got[0], expected[0], target.dtype) and _close(got[1], expected[1], target.dtype)
+
+    return _each(compare)(target, drawn, special, told)
 
 
-def _resized(entry: dict, k: int) -> list:
-    """The ``k``-th shape of the sweep: each dim stepping through its range at or above 2."""
-    sizes = {}
-    for index, (name, (low, high)) in enumerate(entry.get("dims", {}).items()):
-        start = max(low, 2)
-        sizes[name] = high if start > high else start + (k + index) % (high - start + 1)
-    rng = np.random.default_rng(k)
-    return [spec["value"] if "value" in spec else
-            (rng.uniform(*spec.get("domain", [-1, 1]), [sizes[s] if isinstance(s, str) else s for s in spec["shape"]]),
-             spec.get("requires_grad", True)) for spec in entry["inputs"]]
-
-
-CHECKS: dict[str, Callable[[Target, list, Callable], int]] = {
-    "gradcheck": _each(gradcheck), "gradgradcheck": _each(gradgradcheck), "opcheck": _each(opcheck),
-    "vmap": _each(vmap), "compile": compile_cell}
+#: Each check: (target, the drawn cases' test, the special points, told) -> (failures, cases run).
+CHECKS: dict[str, Callable[[Target, Callable, list, Callable], tuple[int, int]]] = {
+    "gradcheck": _each(gradcheck), "gradgradcheck": _each(gradgradcheck), "opcheck": _each(opcheck, laid=True),
+    "vmap": _each(vmap), "compile": compile_check}
+#: The audit's strategy for each check's cases (``audit.inputs.strategies.cases``), as its catalog declares them.
+STRATEGIES: dict[str, dict] = {
+    "gradcheck": {}, "gradgradcheck": {}, "opcheck": {"layouts": "mixed"}, "vmap": {"batched": True}, "compile": {}}
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from pathlib import Path
 from bench.timing import REGISTRY, Spent, audit_run, spent, print_section
 
 OVERHEAD_CHECKS = ["gradcheck", "gradgradcheck", "opcheck", "vmap", "compile"]
-PAIRS = int(os.environ.get("BENCH_PAIRS", "5"))
+PAIRS = int(os.environ.get("BENCH_PAIRS", "7"))
 
 
 def measure(work: Path) -> dict:
@@ -39,13 +39,43 @@ def measure(work: Path) -> dict:
             pairs.append((spent(audit), floor))
         else:
             pairs.append((spent(audit), spent(floor_command)))
-    matrix = json.loads((work / "overhead" / "matrix.json").read_text())
-    cells = [c for e in matrix["entries"] for c in e["cells"]]
+    found = json.loads((work / "overhead" / "matrix.json").read_text())
+    cells = [c for e in found["entries"] for c in e["cells"]]
     floor_checks = floor_per_check(pairs[-1][1].stdout)
     return {"pairs": [(a.wall, a.cpu, f.wall, f.cpu) for a, f in pairs], "floor_line": pairs[-1][1].stdout.strip(),
             "by_check": [(name, sum(c["seconds"] for c in cells if c["check"] == name), floor_checks.get(name, 0.0))
                          for name in OVERHEAD_CHECKS],
-            "cells": sum(c["seconds"] for c in cells), "last_wall": pairs[-1][0].wall}
+            "cells": sum(c["seconds"] for c in cells), "last_wall": pairs[-1][0].wall,
+            "floor_inside": sum(floor_checks.values()), "floor_wall": pairs[-1][1].wall,
+            "hypothesis": hypothesis_alone(found)}
+
+
+def hypothesis_alone(matrix: dict) -> tuple[float, int]:
+    """Seconds Hypothesis takes to draw the run's cases with nothing run on them (each cell's drawn examples, with
+    its strategy and seed, then its special points), in this process, and how many cases: the share of both sides
+    that is drawing."""
+    import time
+
+    from audit.checks import builtin
+    from audit.engine.explore import explore
+    from audit.inputs.special import special_for
+    from audit.inputs.strategies import for_check
+    from audit.registry.load import parse_registry
+    from audit.runtime.options import cell_seed
+
+    entries = {e.name: e for e in parse_registry(REGISTRY.read_bytes(), str(REGISTRY)).entries}
+    table = builtin()
+    start, count = time.perf_counter(), 0
+    for row in matrix["entries"]:
+        entry = entries[row["name"]]
+        for cell in row["cells"]:
+            check = table[cell["check"]]
+            special = special_for(entry, check) if (cell.get("metrics") or {}).get("special_points") else ()
+            seed = cell_seed(0, entry.registered_name, cell["check"], cell["dtype"], cell["device"])
+            found = explore(lambda case: None, for_check(entry, check), examples=cell["examples"], seed_value=seed,
+                            shrink=False, special=special)
+            count += found.examples + found.special
+    return time.perf_counter() - start, count
 
 
 def floor_per_check(output: str) -> dict[str, float]:
@@ -83,8 +113,11 @@ def render(found: dict) -> list[str]:
         "The last pair, inside the cells (the audit's cell seconds from its matrix, the floor's per check):", "",
         "| check | audit, inside its cells (s) | floor (s) |", "|---|---|---|",
         *[f"| {name} | {mine:.1f} | {bare:.1f} |" for name, mine, bare in found["by_check"]],
-        f"| the engine (wall less cells: start-up, imports, scheduling, reports) | {engine:.1f} | |", "",
-        f"The floor's own account of that run: `{found.get('floor_line', '')}`", "",
+        f"| outside the cells (the audit: start-up, workers, imports, scheduling, reports; the floor: imports, "
+        f"reading the registry) | {engine:.1f} | {found['floor_wall'] - found['floor_inside']:.1f} |", "",
+        f"Of both sides' cells, Hypothesis drawing the same {found['hypothesis'][1]} cases with nothing run on them: "
+        f"{found['hypothesis'][0]:.1f} s (in the benchmark's own process). The floor's own account of the last "
+        f"pair's run: `{found['floor_line']}`", "",
     ]
     return lines
 

@@ -4,7 +4,7 @@ Writes ``bench/results.md``: the machine, then one section per benchmark (:data:
 measured, at which commit and in how long. ``--only KEY`` (repeatable) measures those sections again and keeps the
 others as the file has them; ``--list`` names the keys. Timings are medians of alternated runs on this machine;
 nothing here is a test and nothing fails on time. ``BENCH_ROUNDS`` sets the rounds of most sections (default 3),
-``BENCH_PAIRS`` the overhead's pairs (default 5).
+``BENCH_PAIRS`` the overhead's pairs (default 7).
 """
 
 from __future__ import annotations
