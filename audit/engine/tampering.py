@@ -19,7 +19,7 @@ class Watch:
 
     def look(self, operators: bool = False) -> None:
         """Compare torch now with the worker's start: after the target loads (``operators``: also the aten
-        operators defined, 10 ms), and after each cell (2 ms)."""
+        operators defined, 10 ms), and after each cell (0.3 ms)."""
         self.found = changes(self.start, take(operators))
 
     def sentences(self) -> list[str]:

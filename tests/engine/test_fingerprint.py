@@ -77,3 +77,22 @@ def test_kernels_torch_registers_on_first_use_are_no_change():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     registered, found = done.stdout.split(" ", 1)
     assert int(registered) > 0 and found.strip() == "()", done.stdout
+
+
+def test_a_change_made_after_a_look_that_found_none_is_still_seen_and_undoing_it_is_seen_too(monkeypatch):
+    """A look where nothing changed reuses the last listing (it is not made again after every cell); one made after
+    a change lists again and finds it, whichever look came before, and finds nothing once it is undone."""
+    start = take(operators=False)
+    assert take(operators=False).members is start.members and changes(start, take(operators=False)) == ()
+    original = torch.Tensor.softmax
+    monkeypatch.setattr(torch.Tensor, "softmax", _wrapped(original))
+    assert [change.what for change in changes(start, take(operators=False))] == ["replaced torch.Tensor.softmax"]
+    monkeypatch.setattr(torch.Tensor, "softmax", original)
+    assert changes(start, take(operators=False)) == ()
+    lib = torch.library.Library("aten", "IMPL")
+    try:
+        lib.impl("_foreach_sqrt", lambda tensors: tensors, "CPU")
+        assert [change.what for change in changes(start, take(operators=False))] == [
+            "registered a Python kernel for aten::_foreach_sqrt (CPU)"]
+    finally:
+        lib._destroy()
