@@ -32,6 +32,8 @@ from pathlib import Path
 from bench.timing import AUDIT, ENV, ROOT
 
 JOBS = 2
+#: The revision before the first-run work: the timeline and this benchmark only (native builds held up a worker).
+BEFORE = "38a7fba"
 #: What the issue asks of a first run: its wall time within this factor of its cells' work over ``-j``.
 TARGET = 1.5
 PHASES = ("before the engine", "worker start", "waiting for work", "loading targets", "cells", "between cells",
@@ -119,6 +121,39 @@ def render(found: dict) -> list[str]:
     lines += [f"| phase | {' | '.join(f'worker {s} (s)' for s in slots)} |", "|---|" + "---|" * len(slots)]
     lines += [f"| {phase} | {' | '.join(f'{table[s][phase]:.1f}' for s in slots)} |" for phase in PHASES]
     lines += [f"| **total** | {' | '.join(f'{sum(table[s].values()):.1f}' for s in slots)} |", ""]
+    return lines
+
+
+def measure_both(work: Path) -> dict:
+    """:func:`measure` of :data:`BEFORE`, then of HEAD, each in its own fresh clone (``python -m bench.run --only
+    firstrun``)."""
+    (work / "before").mkdir()
+    (work / "after").mkdir()
+    return {"before": measure(work / "before", BEFORE), "after": measure(work / "after", "HEAD")}
+
+
+def render_both(found: dict) -> list[str]:
+    """Before against after: the wall time against its target, then each revision's phases."""
+    before, after = found["before"], found["after"]
+
+    def row(name: str, value) -> str:
+        return f"| {name} | {value(before)} | {value(after)} |"
+
+    lines = [f"This repository's registry, `audit run -j {JOBS}` in a fresh clone (no result cache, no native build, "
+             "no bytecode of the audit's sources: a CI job on a new machine), then again in the same clone. The cells' "
+             "work is the matrix's seconds; a first run's cells are slowed by the native build running beside them, "
+             "so the second run's cells are given too, the same checking undisturbed.", "",
+             f"| | before ({before['rev']}) | after ({after['rev']}) |", "|---|---|---|",
+             row("first run, wall (s)", lambda f: f"**{f['wall']:.1f}**"),
+             row("its cells' work (s)", lambda f: f"{f['cells']:.1f}"),
+             row(f"wall over (cells' work / {JOBS}) (target ≤ {TARGET})",
+                 lambda f: f"**{f['wall'] / (f['cells'] / JOBS):.2f}**"),
+             row("second run, wall (s)", lambda f: f"{f['second']['wall']:.1f}"),
+             row("second run's cells' work (s)", lambda f: f"{f['second']['cells']:.1f}"),
+             row(f"first run's wall over (second run's cells' work / {JOBS})",
+                 lambda f: f"{f['wall'] / (f['second']['cells'] / JOBS):.2f}"), ""]
+    for name, side in (("Before", before), ("After", after)):
+        lines += [f"{name}, each worker slot's first-run wall time by phase:", "", *render(side)[2:]]
     return lines
 
 

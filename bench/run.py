@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import (costs, half, health, jit, mutation, overhead, premerge, record, scale, scaling, schedule, special,
-                   warm)
+from bench import (costs, firstrun, half, health, jit, mutation, overhead, premerge, record, scale, scaling, schedule,
+                   special, warm)
 from bench.timing import ROOT
 
 RESULTS = ROOT / "bench" / "results.md"
@@ -44,7 +44,7 @@ MEASUREMENTS: dict[str, Callable[[Path], dict]] = {
     "overhead": overhead.measure, "scaling": scaling.measure, "premerge": premerge.measure, "scale": scale.measure,
     "health": health.measure, "special": special.measure, "warm": warm.measure, "jit": jit.measure,
     "schedule": schedule.measure, "half": half.measure, "mutation": mutation.measure, "costs": costs.measure,
-    "record": record.measure,
+    "record": record.measure, "firstrun": firstrun.measure_both,
 }
 
 SECTIONS = (
@@ -65,6 +65,8 @@ SECTIONS = (
     Section("mutation", "Mutation testing (`python -m bench.mutation`, -j 2)", "mutation", mutation.render),
     Section("costs", "Where the audit's time goes (`python -m bench.costs`, cProfile)", "costs", costs.render),
     Section("record", "The cost of a behaviour record (`python -m bench.record`)", "record", record.render),
+    Section("firstrun", "A fresh clone's first run, before and after (`python -m bench.firstrun`)", "firstrun",
+            firstrun.render_both),
 )
 
 #: The line before each section in the file, by which ``--only`` finds what to keep.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.firstrun import PHASES, phases, render
+from bench.firstrun import PHASES, phases, render, render_both
 
 
 def _event(t: float, what: str, slot: int | None = 0, name: str = "") -> dict:
@@ -36,3 +36,15 @@ def test_a_replaced_worker_starts_again_and_the_table_names_the_target():
     text = "\n".join(render({"rev": "abc", "wall": 41.0, "cells": 40.0, "second": {"wall": 30.0, "cells": 39.0},
                              "phases": {0: found}}))
     assert "target ≤ 1.5x that, 30.0 s: **2.05x**" in text and "| worker start | 6.5 |" in text
+
+
+def test_before_and_after_are_set_side_by_side_with_each_ones_phases():
+    def side(rev: str, wall: float, cells: float) -> dict:
+        return {"rev": rev, "wall": wall, "cells": cells, "second": {"wall": 30.0, "cells": 40.0},
+                "phases": phases(EVENTS, start=100.0, end=141.0)}
+
+    text = "\n".join(render_both({"before": side("aaa1111", 60.0, 40.0), "after": side("bbb2222", 30.0, 40.0)}))
+    assert "| first run, wall (s) | **60.0** | **30.0** |" in text
+    assert "| wall over (cells' work / 2) (target ≤ 1.5) | **3.00** | **1.50** |" in text
+    assert "| first run's wall over (second run's cells' work / 2) | 3.00 | 1.50 |" in text
+    assert text.count("| loading targets | 20.5 |") == 2  # each side's phase table
