@@ -59,3 +59,28 @@ def plugin_args() -> tuple[str, ...]:
 
     installed = any(found.value == "audit.pytest_plugin" for found in entry_points(group="pytest11"))
     return () if installed and not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else ("-p", "audit.pytest_plugin")
+
+
+def run_native(tmp_path, stem: str, entries: list[dict]):
+    """``audit run`` (forward and gradcheck, float64 on the CPU) of a registry of ``entries`` written at the
+    repository's root, where their native sources' paths start, and removed after: the command's result and the
+    matrix's cells by (entry, check). The caller has changed into the root."""
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from audit.cli import cli
+    from tests.conftest import ROOT
+
+    registry = ROOT / f"{stem}_{tmp_path.name}.yaml"
+    registry.write_text(yaml.safe_dump({"version": 1, "defaults": {"owner": "@native", "supports": {
+        "dtypes": ["float64"], "devices": ["cpu"]}}, "entries": entries}, sort_keys=False))
+    try:
+        result = CliRunner().invoke(cli, ["run", "--registry", str(registry), "--out", str(tmp_path / "out"),
+                                          "--check", "forward", "--check", "gradcheck", "--progress", "off"])
+    finally:
+        registry.unlink()
+    cells = {(e["name"], c["check"]): c for e in json.loads((tmp_path / "out" / "matrix.json").read_text())["entries"]
+             for c in e["cells"]}
+    return result, cells

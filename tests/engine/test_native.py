@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-import yaml
-from click.testing import CliRunner
 
-from audit.cli import cli
 from audit.results.outcome import HELD, VIOLATED
 from audit.runtime import native
 from audit.runtime.target import _digest
 from tests.conftest import ROOT
-from tests.helpers import entry, observe
+from tests.helpers import entry, observe, run_native
 
 PLANTED = "tests/fixtures/csrc/planted.cpp"
 OP = {"kind": "op", "load": [PLANTED], "inputs": [{"shape": ["B", "N"]}], "dims": {"B": [1, 3], "N": [1, 3]},
@@ -77,17 +72,8 @@ def test_a_crash_or_a_failed_build_is_an_error_cell_and_the_rest_survives(tmp_pa
         {"name": "broken_build", "kind": "op", "target": "audit_broken_build::oops",
          "load": ["tests/fixtures/csrc/broken.cpp"], "inputs": [{"shape": ["B"]}], "dims": {"B": [1, 3]}},
     ]
-    registry = ROOT / f"native_{tmp_path.name}.yaml"
-    registry.write_text(yaml.safe_dump({"version": 1, "defaults": {"owner": "@native", "supports": {
-        "dtypes": ["float64"], "devices": ["cpu"]}}, "entries": entries}, sort_keys=False))
-    try:
-        result = CliRunner().invoke(cli, ["run", "--registry", str(registry), "--out", str(tmp_path / "out"),
-                                          "--check", "forward", "--check", "gradcheck", "--progress", "off"])
-    finally:
-        registry.unlink()
+    result, cells = run_native(tmp_path, "native", entries)
     assert result.exit_code == 1
-    cells = {(e["name"], c["check"]): c for e in json.loads((tmp_path / "out" / "matrix.json").read_text())["entries"]
-             for c in e["cells"]}
     assert cells["square", "forward"]["status"] == "pass" and cells["square", "gradcheck"]["status"] == "pass"
     crash = cells["aborts", "forward"]
     assert crash["status"] == "error"

@@ -10,10 +10,7 @@ import sys
 from collections import deque
 
 import pytest
-import yaml
-from click.testing import CliRunner
 
-from audit.cli import cli
 from audit.engine import prebuild, timeline
 from audit.engine.job import Job
 from audit.engine.parts import split, take
@@ -21,7 +18,7 @@ from audit.results.outcome import CellKey
 from audit.runtime import native
 from audit.runtime.options import RunOptions
 from tests.conftest import ROOT
-from tests.helpers import entry
+from tests.helpers import entry, run_native
 
 PLANTED = "tests/fixtures/csrc/planted.cpp"
 
@@ -109,17 +106,9 @@ def test_a_native_entry_is_built_beside_the_workers_while_they_audit_the_rest(tm
          "inputs": [{"shape": ["B"]}], "dims": {"B": [1, 3]}},
         {"name": "cube", "target": "tests.fixtures.broken:Cube", "inputs": [{"shape": ["B"]}], "dims": {"B": [1, 3]}},
     ]
-    registry = ROOT / f"prebuild_{tmp_path.name}.yaml"
-    registry.write_text(yaml.safe_dump({"version": 1, "defaults": {"owner": "@native", "supports": {
-        "dtypes": ["float64"], "devices": ["cpu"]}}, "entries": entries}, sort_keys=False))
-    try:
-        result = CliRunner().invoke(cli, ["run", "--registry", str(registry), "--out", str(tmp_path / "out"),
-                                          "--check", "forward", "--check", "gradcheck", "--progress", "off"])
-    finally:
-        registry.unlink()
-    cells = {(e["name"], c["check"]): c["status"]
-             for e in json.loads((tmp_path / "out" / "matrix.json").read_text())["entries"] for c in e["cells"]}
-    assert cells[("square", "forward")] == "pass" and cells[("square", "gradcheck")] == "pass", result.output
+    result, cells = run_native(tmp_path, "prebuild", entries)
+    assert cells["square", "forward"]["status"] == "pass" and cells["square", "gradcheck"]["status"] == "pass", \
+        result.output
     events = [json.loads(line) for line in (tmp_path / "timeline.jsonl").read_text().splitlines()]
     assert [e["name"] for e in events if e["what"] == "assign"] == ["cube", "square"]
     assert events[0]["what"] == "begin" and events[-1]["what"] == "written"
