@@ -1,8 +1,8 @@
 """The floor: what a careful user would write by hand to verify the same claims on the same cases as the audit.
 
 For every cell an audit run judged (its ``matrix.json``: ``--matrix``), one process runs the same number of cases
-(the cell's drawn examples, then its special points: ``metrics.special_points``) and, on each, the same comparisons
-(:data:`COMPARISONS`), in plain torch:
+(the cell's drawn examples, then its special points: ``metrics.special_points``) and, on each, the same comparisons,
+in plain torch (``tests/bench/test_floor.py`` counts torch's checking calls on both sides):
 
 - gradcheck: torch's gradcheck with the audit's options (its eps, atol and rtol for the dtype; fast mode above 1,024
   elements); for a module, fast gradcheck with respect to its parameters, the tolerances divided by their size; with
@@ -42,18 +42,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-#: What each check compares on every case, in the order the floor (and the audit) compares it.
-COMPARISONS: dict[str, tuple[str, ...]] = {
-    "gradcheck": ("torch.autograd.gradcheck (the inputs)", "torch.autograd.gradcheck, fast (a module's parameters)",
-                  "vjp against the reference's"),
-    "gradgradcheck": ("the backward's results require grad", "torch.autograd.gradgradcheck"),
-    "opcheck": ("torch.library.opcheck: test_schema, test_autograd_registration, test_faketensor, "
-                "test_aot_dispatch_dynamic",),
-    "vmap": ("outputs under vmap against the loop", "per-sample vjps under vmap against autograd",
-             "jacrev against central differences", "jacfwd against central differences (forward-mode AD claimed)"),
-    "compile": ("per cell: eager once, then compiled afresh on four shapes, forward and vjp",
-                "compiled outputs against eager", "compiled gradients against eager"),
-}
 #: gradcheck's step and tolerances by dtype, as the audit passes them; fast mode above SLOW_MODE_LIMIT elements.
 EPS = {torch.float64: 1e-6, torch.float32: 1e-3}
 GRADCHECK_TOL = {torch.float64: (1e-5, 1e-3), torch.float32: (1e-2, 1e-2)}

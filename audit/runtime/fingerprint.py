@@ -78,15 +78,16 @@ def _members() -> dict[str, Any]:
     comparison by identity, 0.1 ms, where listing them again takes 2-3 ms after every cell), so that
     :func:`_replaced` sees at once that nothing was."""
     global _LAST
-    layers = [(prefix, layer, dict(vars(layer))) for prefix, space in _namespaces().items()
-              for layer in (reversed(space.__mro__) if isinstance(space, type) else [space])]  # a class's, inherited
+    spaces = [(prefix, list(reversed(space.__mro__)) if isinstance(space, type) else [space])  # a class's, inherited
+              for prefix, space in _namespaces().items()]
+    layers = [(layer, dict(vars(layer))) for _, own in spaces for layer in own]
     if _LAST is not None and _same(_LAST[0], layers):
         return _LAST[1]
     found: dict[str, Any] = {}
-    for prefix in dict.fromkeys(prefix for prefix, _, _ in layers):
+    for prefix, own in spaces:
         merged: dict[str, Any] = {}
-        for _, _, own in (item for item in layers if item[0] == prefix):
-            merged.update(own)
+        for layer in own:
+            merged.update(vars(layer))
         found.update({f"{prefix}.{name}": value for name, value in merged.items()
                       if not name.startswith("_") and callable(value)})
     _LAST = (layers, found)
@@ -102,7 +103,7 @@ def _same(before: list, now: list) -> bool:
     first; a value whose own ``==`` cannot answer counts as changed)."""
     try:
         return len(before) == len(now) and all(
-            old_layer is new_layer and old == new for (_, old_layer, old), (_, new_layer, new) in zip(before, now))
+            old_layer is new_layer and old == new for (old_layer, old), (new_layer, new) in zip(before, now))
     except Exception:
         return False
 
@@ -140,9 +141,8 @@ def _kernels(operators: bool) -> frozenset[tuple[str, str]]:
         _IMPLS = (impls, frozenset(python))
     if not operators:
         return _IMPLS[1]
-    python = set(_IMPLS[1])
     ops = {(n.partition("::")[2], "") for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
-    return frozenset(python | ops)
+    return _IMPLS[1] | ops
 
 
 #: torch.library's registrations when :func:`_kernels` last read them, and the aten Python kernels among them.
